@@ -1,0 +1,239 @@
+"""haystack-fin command line: index, inspect, ask."""
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+logger = logging.getLogger("haystack_fin")
+
+_FILING_SUFFIXES = (".pdf", ".htm", ".html", ".xhtml", ".gz")
+_INT_FIELDS = {"fiscal_year", "fiscal_quarter"}
+
+
+def _parse_meta(pairs: list[str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"error: --meta expects key=value, got {pair!r}")
+        key = key.strip()
+        meta[key] = int(value) if key in _INT_FIELDS and value.strip().isdigit() else value.strip()
+    return meta
+
+
+def _expand(paths: Iterable[str]) -> list[Path]:
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in _FILING_SUFFIXES))
+        else:
+            files.append(path)
+    return files
+
+
+def _store_from_args(args: argparse.Namespace) -> Any:
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    from haystack_fin.pipeline_loader import pipeline_dict
+
+    data = pipeline_dict("indexing", args.store, args.qdrant_url, args.index)
+    return QdrantDocumentStore.from_dict(data["components"]["writer"]["init_parameters"]["document_store"])
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from haystack.core.errors import PipelineRuntimeError
+    from tqdm import tqdm
+
+    from haystack_fin.pipeline_loader import load_pipeline
+
+    files = _expand(args.paths)
+    if not files:
+        print("error: no filings found in the given paths", file=sys.stderr)
+        return 2
+    meta = _parse_meta(args.meta or [])
+    if meta.get("filing_id") and len(files) > 1:
+        print("error: --meta filing_id=... names one filing; give one path", file=sys.stderr)
+        return 2
+    pipe = load_pipeline(args.pipeline or "indexing", args.store, args.qdrant_url, args.index)
+    failures: list[str] = []
+    n_chunks = 0
+    try:
+        for path in tqdm(files, desc="Indexing", unit="filing", disable=args.quiet):
+            try:
+                result = pipe.run({"converter": {"sources": [str(path)], "meta": meta}})
+            except PipelineRuntimeError as exc:
+                cause = exc.__cause__ or exc
+                failures.append(f"{path}: {type(cause).__name__}: {cause}".splitlines()[0])
+                continue
+            failures.extend(f["error"] for f in result.get("converter", {}).get("failures", []))
+            n_chunks += result.get("writer", {}).get("documents_written", 0)
+    finally:
+        pipe.close() if hasattr(pipe, "close") else None
+    for line in failures:
+        print(f"error: {line}", file=sys.stderr)
+    if not args.quiet:
+        print(
+            f"indexed {len(files) - len(failures)} of {len(files)} filing(s), {n_chunks} node(s) written",
+            file=sys.stderr,
+        )
+    return 1 if failures else 0
+
+
+def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, Any]]:
+    """The ``inspect`` contract: one dict per filing, read from the filing nodes."""
+    conditions = [{"field": "meta.node_type", "operator": "==", "value": "filing"}]
+    if filing_id:
+        conditions.append({"field": "meta.filing_id", "operator": "==", "value": filing_id})
+    nodes = store.filter_documents(filters={"operator": "AND", "conditions": conditions})
+    out = []
+    for node in sorted(nodes, key=lambda d: d.meta.get("filing_id", "")):
+        m = node.meta
+        out.append(
+            {
+                "filing_id": m.get("filing_id"),
+                "company": m.get("company"),
+                "form": m.get("form"),
+                "period": m.get("period"),
+                "source_path": m.get("source_path"),
+                "n_pages": m.get("n_pages"),
+                "n_chunks_by_modality": {k: int(v) for k, v in (m.get("n_chunks_by_modality") or {}).items()},
+                "items": [
+                    {
+                        "item": str(it["item"]),
+                        "title": it["title"],
+                        "start_page": it["start_page"],
+                        "end_page": it["end_page"],
+                        "n_chunks": it["n_chunks"],
+                    }
+                    for it in m.get("items") or []
+                ],
+            }
+        )
+    return out
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    store = _store_from_args(args)
+    try:
+        profiles = filing_profiles(store, args.filing)
+    finally:
+        store.close()
+    if args.filing and not profiles:
+        print(f"error: no filing {args.filing!r} in the store", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(profiles, indent=2))
+        return 0
+    for p in profiles:
+        counts = ", ".join(f"{k} {v}" for k, v in p["n_chunks_by_modality"].items())
+        print(f"{p['filing_id']}: {p['company']} {p['form']} {p['period']} - {p['n_pages']} pages, chunks: {counts}")
+        for it in p["items"]:
+            pages = f"pp. {it['start_page']:>3}-{it['end_page']:<3}"
+            print(f"  {it['item']:>6}  {pages}  {it['n_chunks']:>4} chunks  {it['title']}")
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
+
+    from haystack_fin.components.text_embedder import FinTextEmbedder
+
+    store = _store_from_args(args)
+    conditions = [{"field": "meta.node_type", "operator": "==", "value": "chunk"}]
+    if args.filing:
+        conditions.append({"field": "meta.filing_id", "operator": "==", "value": args.filing})
+    embedder = FinTextEmbedder(model=args.model)
+    embedder.warm_up()
+    retriever = QdrantEmbeddingRetriever(document_store=store, top_k=args.k)
+    try:
+        embedding = embedder.run(args.question)["embedding"]
+        docs = retriever.run(query_embedding=embedding, filters={"operator": "AND", "conditions": conditions})[
+            "documents"
+        ]
+    finally:
+        store.close()
+    passages = [
+        {
+            "text": d.content,
+            "filing_id": d.meta.get("filing_id"),
+            "company": d.meta.get("company"),
+            "period": d.meta.get("period"),
+            "item": d.meta.get("item"),
+            "pages": d.meta.get("page_numbers"),
+            "modality": d.meta.get("modality"),
+            "score": d.score,
+        }
+        for d in docs
+    ]
+    if args.json:
+        print(json.dumps({"answer": None, "passages": passages, "trace": {"retriever": "dense"}}, indent=2))
+        return 0
+    print("Answer generation is not wired yet in this version: showing the cited passages.")
+    for n, p in enumerate(passages, 1):
+        pages = ", ".join(str(x) for x in p["pages"] or [])
+        print(
+            f"\n[{n}] {p['company']} {p['filing_id']} Item {p['item']} p. {pages} ({p['modality']}, {p['score']:.3f})"
+        )
+        text = " ".join((p["text"] or "").split())
+        print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+    return 0
+
+
+def _add_store_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", default="./fin-index", help="embedded Qdrant folder (default ./fin-index)")
+    parser.add_argument("--qdrant-url", default=None, help="Qdrant server URL; overrides --store")
+    parser.add_argument("--index", default=None, help="collection name (default haystack_fin)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="haystack-fin", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="index filings (PDF or EDGAR HTML) into the store")
+    p.add_argument("paths", nargs="+", help="filing files or folders")
+    _add_store_args(p)
+    p.add_argument("--meta", action="append", metavar="KEY=VALUE", help="metadata override, repeatable")
+    p.add_argument("--pipeline", default=None, help="indexing YAML to use instead of the shipped one")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("inspect", help="list indexed filings with their Items")
+    _add_store_args(p)
+    p.add_argument("--filing", default=None, help="only this filing id")
+    p.add_argument("--json", action="store_true", help="print the JSON contract")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("ask", help="ask a question; prints cited passages")
+    p.add_argument("question")
+    _add_store_args(p)
+    p.add_argument("--filing", default=None, help="restrict to this filing id")
+    p.add_argument("-k", type=int, default=5, help="passages to return")
+    p.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model (must match the index)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_ask)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
+    )
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,2 @@
+"""Haystack components of haystack-fin, one per module. YAML must name the defining module, e.g.
+``haystack_fin.components.filing_splitter.FilingSplitter``."""

@@ -1,0 +1,169 @@
+import hashlib
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, component
+from haystack.dataclasses import ByteStream
+
+from haystack_fin.core import schema
+from haystack_fin.core.filing_meta import detect_filing_meta
+from haystack_fin.core.html_parse import parse_html_filing
+from haystack_fin.core.layout import FilingParseError, ParsedFiling
+from haystack_fin.core.pdf_parse import parse_pdf_filing
+from haystack_fin.core.text import normalize_whitespace
+
+logger = logging.getLogger(__name__)
+
+_FORMATS = ("pdf", "html")
+_TABLE_FINDERS = ("layout", "pymupdf", "none")
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def filing_id_for(source_name: str) -> str:
+    """Default filing id: the file stem, with characters outside [A-Za-z0-9._-] replaced by "-"."""
+    stem = Path(source_name).name
+    for suffix in (".gz", ".pdf", ".htm", ".html", ".xhtml"):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+    return _SLUG.sub("-", stem).strip("-") or "filing"
+
+
+def sniff_format(name: str, data: bytes) -> str:
+    """ "pdf" or "html" from the bytes (the extension can lie: a text file named .pdf must be caught)."""
+    head = data[:1024].lstrip().lower()
+    if data[:5] == b"%PDF-" or b"%pdf-" in head[:1024]:
+        return "pdf"
+    if head.startswith((b"<!doctype html", b"<html", b"<?xml")) or b"<html" in head:
+        return "html"
+    suffix = Path(name).suffix.lower()
+    if suffix == ".pdf":
+        return "pdf"  # parse_pdf_filing reports why it is not a readable PDF
+    if suffix in (".htm", ".html", ".xhtml"):
+        return "html"
+    raise FilingParseError(
+        name, f"unsupported file type (expected a PDF or an EDGAR HTML filing, got {suffix or 'no extension'})"
+    )
+
+
+@component
+class FilingConverter:
+    """Converts SEC filings (PDF via PyMuPDF, EDGAR inline-XBRL HTML via lxml) into one Document per filing.
+
+    The Document's content is the filing's text with pages separated by form feeds ("\\f"), so plain Haystack
+    splitters work on it too. Its meta carries the filing metadata detected from the cover page (``filing_id``,
+    ``company``, ``form``, ``period``, ``fiscal_year``, ``fiscal_quarter``, ``period_end``, ``ticker``), ``n_pages``,
+    ``source_path`` and, under ``filing_elements``, the layout elements (paragraphs, tables with cells, images
+    with bbox and caption, 1-based pages) that ``FilingSplitter`` turns into Item-aware chunks. Caller metadata
+    overrides detected values.
+
+    A file that cannot be read does not stop the batch: it is skipped, logged, and reported in ``failures`` as
+    ``{"source": ..., "error": ...}`` with a one-line reason that names the file.
+
+    Usage example:
+    ```python
+    from haystack_fin.components.filing_converter import FilingConverter
+
+    converter = FilingConverter()
+    result = converter.run(sources=["tests/fixtures/bestbuy-10q-2023-07-29.pdf"], meta={"company": "Best Buy"})
+    filing = result["documents"][0]
+    print(filing.meta["form"], filing.meta["period"], filing.meta["n_pages"])
+    ```
+    """
+
+    def __init__(self, formats: list[str] | None = None, table_finder: str = "layout", extract_images: bool = True):
+        """
+        :param formats: accepted formats, any of "pdf" and "html" (default both).
+        :param table_finder: PDF tables: "layout" (fast geometric detector, default), "pymupdf" (PyMuPDF's
+            table finder on pages that may hold a table; several times slower) or "none".
+        :param extract_images: emit image elements (PDF images with bbox and nearby caption text).
+        """
+        formats = list(formats) if formats is not None else list(_FORMATS)
+        unknown = [f for f in formats if f not in _FORMATS]
+        if unknown or not formats:
+            raise ValueError(f"formats must be a non-empty subset of {_FORMATS}, got {formats}")
+        if table_finder not in _TABLE_FINDERS:
+            raise ValueError(f"table_finder must be one of {_TABLE_FINDERS}, got {table_finder!r}")
+        self.formats = formats
+        self.table_finder = table_finder
+        self.extract_images = extract_images
+
+    def _read(self, source: str | Path | ByteStream) -> tuple[str, bytes]:
+        if isinstance(source, ByteStream):
+            name = str(source.meta.get("file_path") or source.meta.get("source_path") or "<bytes>")
+            return name, source.data
+        path = Path(source)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise FilingParseError(str(source), f"cannot read file ({exc.strerror or exc})") from exc
+        if not data:
+            raise FilingParseError(str(source), "the file is empty")
+        if path.suffix.lower() == ".gz":
+            import gzip
+
+            data = gzip.decompress(data)
+        return str(source), data
+
+    def parse(self, source: str | Path | ByteStream) -> ParsedFiling:
+        """Parse one source into layout elements. Raises FilingParseError naming the file."""
+        name, data = self._read(source)
+        fmt = sniff_format(name[:-3] if name.lower().endswith(".gz") else name, data)
+        if fmt not in self.formats:
+            raise FilingParseError(name, f"{fmt.upper()} input is not enabled for this converter")
+        if fmt == "pdf":
+            return parse_pdf_filing(name, data=data, table_finder=self.table_finder, extract_images=self.extract_images)  # type: ignore[arg-type]
+        return parse_html_filing(name, data=data)
+
+    def to_document(self, parsed: ParsedFiling, meta: dict[str, Any] | None = None) -> Document:
+        """Wrap a parsed filing as a Document with detected metadata, overridden by ``meta``."""
+        detected = detect_filing_meta(parsed.page_texts, Path(parsed.source_path).name, parsed.meta).to_dict()
+        filing_meta: dict[str, Any] = {
+            schema.FILING_ID: filing_id_for(parsed.source_path),
+            **{k: v for k, v in detected.items() if v not in (None, "")},
+            schema.SOURCE_PATH: parsed.source_path,
+            schema.N_PAGES: parsed.n_pages,
+        }
+        filing_meta.update(meta or {})
+        filing_meta[schema.ELEMENTS] = [el.to_dict() for el in parsed.elements]
+        content = "\f".join(normalize_whitespace(t) for t in parsed.page_texts)
+        digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+        filing_meta["content_sha256"] = digest
+        return Document(id=f"{filing_meta[schema.FILING_ID]}#source", content=content, meta=filing_meta)
+
+    @component.output_types(documents=list[Document], failures=list[dict[str, str]])
+    def run(
+        self,
+        sources: list[str | Path | ByteStream],
+        meta: dict[str, Any] | list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """
+        Convert filings.
+
+        :param sources: file paths or ByteStreams (PDF, .htm/.html, optionally gzipped).
+        :param meta: metadata applied to every filing (a dict) or per source (a list of the same length); it
+            overrides detected fields, e.g. ``{"company": "3M", "filing_id": "MMM-2018-10K"}``.
+        :returns: ``documents``: one Document per readable filing; ``failures``: ``{"source", "error"}`` per
+            unreadable one.
+        """
+        if isinstance(meta, list) and len(meta) != len(sources):
+            raise ValueError(f"meta has {len(meta)} entries but there are {len(sources)} sources")
+        documents: list[Document] = []
+        failures: list[dict[str, str]] = []
+        for i, source in enumerate(sources):
+            source_meta = meta[i] if isinstance(meta, list) else meta
+            try:
+                documents.append(self.to_document(self.parse(source), source_meta))
+            except FilingParseError as exc:
+                logger.warning("Skipping %s", exc)
+                failures.append({"source": exc.source, "error": str(exc)})
+            except Exception as exc:  # a parser bug on one filing must not abort the batch
+                name = (
+                    str(getattr(source, "meta", {}).get("file_path", source))
+                    if isinstance(source, ByteStream)
+                    else str(source)
+                )
+                logger.exception("Unexpected error converting %s", name)
+                failures.append({"source": name, "error": f"{name}: unexpected {type(exc).__name__}: {exc}"})
+        return {"documents": documents, "failures": failures}

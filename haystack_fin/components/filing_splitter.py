@@ -1,0 +1,232 @@
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, component
+
+from haystack_fin.core import schema
+from haystack_fin.core.filing_meta import detect_filing_meta
+from haystack_fin.core.filing_structure import ChunkRecord, FilingStructure, structure_filing
+from haystack_fin.core.layout import Element, ParsedFiling
+from haystack_fin.core.schema import Modality, NodeType
+from haystack_fin.core.text import normalize_line
+
+logger = logging.getLogger(__name__)
+
+# Defaults chosen with benchmarks/bench_chunk_size.py on the FinanceBench dev slice (single-filing dense
+# retrieval, bundled 256-word-piece MiniLM): see that script's docstring for the numbers. Chunks must fit the
+# embedder's window together with the ~25-token context line embedded with them, so 200 + 25 < 256.
+DEFAULT_CHUNK_TOKENS = 200
+DEFAULT_OVERLAP_TOKENS = 30
+DEFAULT_MAX_TABLE_ROWS = 15
+
+_FILING_FIELDS = (
+    schema.FILING_ID,
+    schema.COMPANY,
+    schema.FORM,
+    schema.PERIOD,
+    schema.FISCAL_YEAR,
+    schema.FISCAL_QUARTER,
+    schema.PERIOD_END,
+    schema.TICKER,
+    schema.SOURCE_PATH,
+)
+
+
+def _elements_from_text(content: str) -> list[Element]:
+    """Layout elements for a Document that came from another converter: pages split on form feeds, one element
+    per non-empty line, short all-caps lines marked as headings."""
+    elements: list[Element] = []
+    for page_no, page in enumerate(content.split("\f"), start=1):
+        for raw in page.split("\n"):
+            line = normalize_line(raw)
+            if not line:
+                continue
+            letters = [c for c in line if c.isalpha()]
+            caps = len(letters) >= 4 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
+            elements.append(Element("text", line, page_no, is_heading=caps and len(line.split()) <= 14))
+    return elements
+
+
+def _context(meta: dict[str, Any], record: ChunkRecord) -> str:
+    head = " ".join(str(meta.get(k) or "") for k in (schema.COMPANY, schema.FORM, schema.PERIOD)).strip()
+    return f"{head} | {' > '.join(record.section_path)}"[:300]
+
+
+@component
+class FilingSplitter:
+    """Splits a filing into Item-, page- and table-aware chunks, plus one ``filing`` node describing it.
+
+    Expects Documents from ``FilingConverter`` (meta ``filing_elements`` holds the layout), or any Document whose
+    content is page text separated by form feeds. Steps: running headers/footers and page numbers removed,
+    paragraphs and tables broken by a page joined, SEC Part/Item sections found (10-K, 10-Q, 8-K; headings for
+    earnings releases and other documents; table-of-contents lines rejected), heading paths tracked, then:
+    - text chunks of at most ``chunk_tokens`` (estimated word pieces) on paragraph/sentence boundaries inside an
+      Item, with ``overlap_tokens`` of trailing sentences repeated;
+    - table chunks: at most ``max_table_rows`` data rows per block, header rows repeated in every block, blocks
+      ending after total rows, cell values parsed with sign and units into ``meta["table"]``;
+    - image chunks for images with a caption.
+
+    Every chunk carries the provenance contract: ``filing_id, company, form, period, item, item_title,
+    section_path, page_numbers, modality, table_id, source_path`` (plus ``node_type="chunk"``, ``part``,
+    ``fiscal_year``, ``context``). Ids are deterministic (``<filing_id>#chunk-00012``), so re-indexing replaces.
+
+    Usage example:
+    ```python
+    from haystack_fin.components.filing_converter import FilingConverter
+    from haystack_fin.components.filing_splitter import FilingSplitter
+
+    filing = FilingConverter().run(sources=["tests/fixtures/bestbuy-10q-2023-07-29.pdf"])["documents"]
+    result = FilingSplitter(chunk_tokens=200).run(documents=filing)
+    chunk = result["documents"][0]
+    print(chunk.meta["item"], chunk.meta["page_numbers"], chunk.meta["section_path"])
+    print(result["filing_nodes"][0].meta["items"])
+    ```
+    """
+
+    def __init__(
+        self,
+        chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+        overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+        max_table_rows: int = DEFAULT_MAX_TABLE_ROWS,
+        include_images: bool = True,
+    ):
+        """
+        :param chunk_tokens: token budget of a text chunk (estimated word pieces of a BERT-family tokenizer).
+        :param overlap_tokens: tokens of trailing sentences repeated at the start of the next text chunk.
+        :param max_table_rows: at most this many data rows per table block.
+        :param include_images: emit image chunks (images with caption text).
+        """
+        if chunk_tokens < 16:
+            raise ValueError(f"chunk_tokens must be at least 16, got {chunk_tokens}")
+        if not 0 <= overlap_tokens < chunk_tokens:
+            raise ValueError(f"overlap_tokens must be >= 0 and < chunk_tokens ({chunk_tokens}), got {overlap_tokens}")
+        if max_table_rows < 1:
+            raise ValueError(f"max_table_rows must be at least 1, got {max_table_rows}")
+        self.chunk_tokens = chunk_tokens
+        self.overlap_tokens = overlap_tokens
+        self.max_table_rows = max_table_rows
+        self.include_images = include_images
+
+    def _filing_meta(self, doc: Document, parsed: ParsedFiling) -> dict[str, Any]:
+        meta = {k: doc.meta[k] for k in _FILING_FIELDS if doc.meta.get(k) not in (None, "")}
+        if not {schema.COMPANY, schema.FORM, schema.PERIOD} <= meta.keys():
+            detected = detect_filing_meta(parsed.page_texts, Path(parsed.source_path).name).to_dict()
+            for key, value in detected.items():
+                if key in _FILING_FIELDS and value not in (None, "") and key not in meta:
+                    meta[key] = value
+        meta.setdefault(schema.FILING_ID, doc.id)
+        meta.setdefault(schema.SOURCE_PATH, parsed.source_path)
+        for key in (schema.COMPANY, schema.FORM, schema.PERIOD):
+            meta.setdefault(key, "")
+        return meta
+
+    def split_filing(self, doc: Document) -> tuple[list[Document], Document]:
+        """Split one filing Document into chunk Documents and its filing node."""
+        raw_elements = doc.meta.get(schema.ELEMENTS)
+        if raw_elements is not None:
+            elements = [Element.from_dict(e) for e in raw_elements]
+        else:
+            elements = _elements_from_text(doc.content or "")
+        pages = doc.content.split("\f") if doc.content else []
+        n_pages = int(doc.meta.get(schema.N_PAGES) or max((e.pages[-1] for e in elements), default=len(pages)))
+        source_path = str(doc.meta.get(schema.SOURCE_PATH) or doc.meta.get("file_path") or doc.id)
+        parsed = ParsedFiling(source_path, n_pages, elements, page_texts=pages)
+        meta = self._filing_meta(doc, parsed)
+        structure = structure_filing(
+            parsed,
+            str(meta[schema.FORM]),
+            str(meta[schema.FILING_ID]),
+            self.chunk_tokens,
+            self.overlap_tokens,
+            self.max_table_rows,
+        )
+        if not self.include_images:
+            structure.chunks = [c for c in structure.chunks if c.modality != Modality.IMAGE.value]
+            self._recount(structure)
+        run_id = self._run_id(meta, structure)
+        chunks = [self._chunk_document(meta, rec, i, run_id) for i, rec in enumerate(structure.chunks)]
+        return chunks, self._filing_node(meta, structure, n_pages, run_id)
+
+    @staticmethod
+    def _recount(structure: FilingStructure) -> None:
+        counts: dict[str, int] = {}
+        for c in structure.chunks:
+            counts[c.item] = counts.get(c.item, 0) + 1
+        for item in structure.items:
+            item.n_chunks = counts.get(item.item, 0)
+
+    def _run_id(self, meta: dict[str, Any], structure: FilingStructure) -> str:
+        # Deterministic per (content, parameters): identical re-indexing rewrites the same nodes; a changed
+        # filing or changed parameters get a new run id and the writer deletes the previous run's leftovers.
+        h = hashlib.sha256()
+        h.update(json.dumps(sorted((k, str(v)) for k, v in meta.items())).encode())
+        h.update(f"{self.chunk_tokens}/{self.overlap_tokens}/{self.max_table_rows}/{self.include_images}".encode())
+        for c in structure.chunks:
+            h.update(c.content.encode("utf-8", "replace"))
+        return h.hexdigest()[:16]
+
+    def _chunk_document(self, meta: dict[str, Any], rec: ChunkRecord, index: int, run_id: str) -> Document:
+        chunk_meta: dict[str, Any] = {
+            **meta,
+            schema.NODE_TYPE: NodeType.CHUNK.value,
+            schema.ITEM: rec.item,
+            schema.ITEM_TITLE: rec.item_title,
+            schema.PART: rec.part,
+            schema.SECTION_PATH: list(rec.section_path),
+            schema.PAGE_NUMBERS: list(rec.page_numbers),
+            schema.MODALITY: rec.modality,
+            schema.TABLE_ID: rec.table_id or None,
+            schema.CHUNK_INDEX: index,
+            schema.INDEX_RUN: run_id,
+            "context": _context(meta, rec),
+        }
+        if rec.table is not None:
+            chunk_meta[schema.TABLE_JSON] = rec.table
+            chunk_meta["table_block"] = rec.table_block
+        return Document(id=f"{meta[schema.FILING_ID]}#chunk-{index:05d}", content=rec.content, meta=chunk_meta)
+
+    def _filing_node(self, meta: dict[str, Any], structure: FilingStructure, n_pages: int, run_id: str) -> Document:
+        by_modality = {m.value: 0 for m in Modality}
+        for c in structure.chunks:
+            by_modality[c.modality] += 1
+        items = [
+            {
+                "item": it.item,
+                "title": it.title,
+                "part": it.part,
+                "start_page": it.start_page,
+                "end_page": it.end_page,
+                "n_chunks": it.n_chunks,
+            }
+            for it in structure.items
+        ]
+        lines = [f"{meta.get(schema.COMPANY, '')} {meta.get(schema.FORM, '')} {meta.get(schema.PERIOD, '')}".strip()]
+        lines += [f"Item {it['item']}: {it['title']} (pages {it['start_page']}-{it['end_page']})" for it in items]
+        node_meta = {
+            **meta,
+            schema.NODE_TYPE: NodeType.FILING.value,
+            schema.N_PAGES: n_pages,
+            schema.ITEMS: items,
+            schema.N_CHUNKS_BY_MODALITY: by_modality,
+            schema.INDEX_RUN: run_id,
+        }
+        return Document(id=f"{meta[schema.FILING_ID]}#filing", content="\n".join(lines), meta=node_meta)
+
+    @component.output_types(documents=list[Document], filing_nodes=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+        """
+        Split filings.
+
+        :param documents: one Document per filing (FilingConverter output, or page text with form feeds).
+        :returns: ``documents``: the chunks of all filings in order; ``filing_nodes``: one node per filing.
+        """
+        chunks: list[Document] = []
+        nodes: list[Document] = []
+        for doc in documents:
+            doc_chunks, node = self.split_filing(doc)
+            chunks.extend(doc_chunks)
+            nodes.append(node)
+        return {"documents": chunks, "filing_nodes": nodes}

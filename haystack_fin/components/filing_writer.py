@@ -1,0 +1,82 @@
+import logging
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.document_stores.types import DocumentStore, DuplicatePolicy
+
+from haystack_fin.core import schema
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class FilingWriter:
+    """Writes a filing's nodes so that re-indexing replaces them: upsert by deterministic id, then delete the
+    filing's nodes left over from an earlier indexing run.
+
+    Expects chunks (and optionally summary/question nodes) and filing nodes produced by ``FilingSplitter``: every
+    node carries ``filing_id`` and ``index_run``. New nodes are written first and stale ones deleted after, so a
+    failure while writing leaves the previous version searchable rather than an empty filing. Works with any
+    Haystack document store that implements ``delete_by_filter`` (Qdrant, InMemory, ...).
+
+    Usage example:
+    ```python
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+    from haystack_fin.components.filing_writer import FilingWriter
+
+    writer = FilingWriter(document_store=InMemoryDocumentStore())
+    writer.run(documents=chunks, filing_nodes=filing_nodes)  # from FilingSplitter (after an embedder)
+    ```
+    """
+
+    def __init__(self, document_store: DocumentStore, policy: DuplicatePolicy = DuplicatePolicy.OVERWRITE):
+        """
+        :param document_store: where to write.
+        :param policy: duplicate policy for the upsert; OVERWRITE (default) is what makes re-indexing replace.
+        """
+        self.document_store = document_store
+        self.policy = policy
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, document_store=self.document_store.to_dict(), policy=self.policy.name)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FilingWriter":
+        params = data.get("init_parameters", {})
+        if "policy" in params:
+            params["policy"] = DuplicatePolicy[params["policy"]]
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents_written=int, stale_deleted=int, filing_ids=list[str])
+    def run(self, documents: list[Document], filing_nodes: list[Document] | None = None) -> dict[str, Any]:
+        """
+        Write nodes and remove the stale nodes of each filing written.
+
+        :param documents: chunk (and tree) nodes.
+        :param filing_nodes: filing nodes.
+        :returns: ``documents_written``, ``stale_deleted`` (nodes of earlier runs removed) and ``filing_ids``.
+        """
+        nodes = [*(filing_nodes or []), *documents]
+        runs: dict[str, str] = {}
+        for node in nodes:
+            fid, run = node.meta.get(schema.FILING_ID), node.meta.get(schema.INDEX_RUN)
+            if not fid or not run:
+                raise ValueError(
+                    f"node {node.id} lacks {schema.FILING_ID} or {schema.INDEX_RUN}: was it made by FilingSplitter?"
+                )
+            if runs.setdefault(fid, run) != run:
+                raise ValueError(f"filing {fid} has nodes from two indexing runs in one write")
+        written = self.document_store.write_documents(nodes, policy=self.policy) if nodes else 0
+        deleted = 0
+        for fid, run in runs.items():
+            stale = {
+                "operator": "AND",
+                "conditions": [
+                    {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": fid},
+                    {"field": f"meta.{schema.INDEX_RUN}", "operator": "!=", "value": run},
+                ],
+            }
+            deleted += self.document_store.delete_by_filter(stale)  # type: ignore[attr-defined]
+        if deleted:
+            logger.info("Deleted %d stale nodes of %s", deleted, ", ".join(runs))
+        return {"documents_written": written, "stale_deleted": deleted, "filing_ids": list(runs)}

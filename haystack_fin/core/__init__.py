@@ -1,0 +1,1 @@
+"""Plain, typed algorithms of haystack-fin. Nothing in this package imports Haystack."""

@@ -1,0 +1,144 @@
+"""Pack paragraphs into token-bounded text chunks that respect paragraph and sentence boundaries.
+
+A chunk closes at a paragraph boundary once it is at least half full, otherwise it fills sentence by sentence;
+only a single sentence longer than the budget is cut between words. Overlap repeats the trailing sentences of
+the previous chunk (never across a heading), so an answer that straddles a boundary is whole in one chunk.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from haystack_fin.core.text import estimate_tokens, split_sentences
+
+
+@dataclass
+class Paragraph:
+    """A paragraph (or heading) of one section with the pages it covers and its heading path."""
+
+    text: str
+    pages: list[int]
+    section_path: list[str]
+    is_heading: bool = False
+
+
+@dataclass
+class TextChunk:
+    text: str
+    pages: list[int]
+    section_path: list[str]
+    n_tokens: int = 0
+
+
+@dataclass
+class _Piece:
+    text: str
+    pages: list[int]
+    tokens: int
+    section_path: list[str]
+    para_start: bool = False
+    is_heading: bool = False
+    overlap: bool = field(default=False)
+
+
+def _split_long(text: str, budget: int, count: Callable[[str], int]) -> list[str]:
+    words = text.split()
+    out: list[str] = []
+    current: list[str] = []
+    for word in words:
+        if current and count(" ".join([*current, word])) > budget:
+            out.append(" ".join(current))
+            current = []
+        current.append(word)
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def _pieces(paragraphs: list[Paragraph], budget: int, count: Callable[[str], int]) -> list[_Piece]:
+    pieces: list[_Piece] = []
+    for para in paragraphs:
+        sentences = [para.text] if para.is_heading else split_sentences(para.text)
+        first = True
+        for sentence in sentences:
+            parts = [sentence] if count(sentence) <= budget else _split_long(sentence, budget, count)
+            for part in parts:
+                pieces.append(_Piece(part, para.pages, count(part), para.section_path, first, para.is_heading))
+                first = False
+    return pieces
+
+
+def _render(pieces: list[_Piece]) -> str:
+    out = ""
+    for piece in pieces:
+        if not out:
+            out = piece.text
+        elif piece.para_start or piece.is_heading:
+            out += "\n" + piece.text
+        else:
+            out += " " + piece.text
+    return out
+
+
+def chunk_paragraphs(
+    paragraphs: list[Paragraph],
+    chunk_tokens: int = 200,
+    overlap_tokens: int = 30,
+    count_tokens: Callable[[str], int] = estimate_tokens,
+) -> list[TextChunk]:
+    """Pack the paragraphs of one section into chunks of at most ``chunk_tokens`` (estimated) tokens.
+
+    :param paragraphs: the section's paragraphs and headings in reading order.
+    :param chunk_tokens: token budget per chunk.
+    :param overlap_tokens: at most this many tokens of trailing sentences repeated at the start of the next chunk.
+    :param count_tokens: token counter; the default estimates word pieces without loading a tokenizer.
+    """
+    if chunk_tokens <= 0:
+        raise ValueError(f"chunk_tokens must be positive, got {chunk_tokens}")
+    if not 0 <= overlap_tokens < chunk_tokens:
+        raise ValueError(f"overlap_tokens must be in [0, chunk_tokens), got {overlap_tokens}")
+    pieces = _pieces(paragraphs, chunk_tokens, count_tokens)
+    chunks: list[TextChunk] = []
+    current: list[_Piece] = []
+    size = 0
+    min_fill = chunk_tokens // 2
+
+    def emit(keep_overlap: bool) -> None:
+        nonlocal current, size
+        own = [p for p in current if not p.overlap]
+        if own and (not all(p.is_heading for p in own) or not chunks):
+            pages = sorted({pg for p in current for pg in p.pages})
+            chunks.append(TextChunk(_render(current), pages, own[0].section_path, size))
+        elif own and chunks:
+            # A trailing heading with no text after it is kept with the previous chunk's pages, not dropped.
+            last = chunks[-1]
+            last.text += "\n" + _render(own)
+        carry: list[_Piece] = []
+        if keep_overlap and overlap_tokens:
+            total = 0
+            for p in reversed(own):
+                if p.is_heading or total + p.tokens > overlap_tokens:
+                    break
+                carry.insert(0, _Piece(p.text, p.pages, p.tokens, p.section_path, p.para_start, False, True))
+                total += p.tokens
+        current = carry
+        size = sum(p.tokens for p in carry)
+
+    for i, piece in enumerate(pieces):
+        if piece.is_heading and size >= min_fill:
+            emit(keep_overlap=False)
+        elif piece.para_start and size >= min_fill:
+            para_tokens = piece.tokens
+            for nxt in pieces[i + 1 :]:
+                if nxt.para_start:
+                    break
+                para_tokens += nxt.tokens
+            if size + para_tokens > chunk_tokens:
+                emit(keep_overlap=True)
+        if size + piece.tokens > chunk_tokens and any(not p.overlap for p in current):
+            emit(keep_overlap=True)
+            if size + piece.tokens > chunk_tokens:  # the overlap itself leaves no room
+                current, size = [], 0
+        current.append(piece)
+        size += piece.tokens
+    emit(keep_overlap=False)
+    return chunks

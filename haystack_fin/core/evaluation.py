@@ -1,0 +1,232 @@
+"""Retrieval metrics against FinanceBench evidence, exactly as defined in docs/evaluation.md.
+
+Plain typed Python (no Haystack, no numpy). A retriever under test hands ``score_question`` its ranked passages
+(list order is rank order; ``score`` is informational only); ``aggregate`` averages per-question scores overall and
+per question_type.
+
+Decisions the definitions leave open:
+- Gold pages and evidence snippets come only from evidence items of the question's own filing (an item without a
+  doc_name counts as the question's filing); items naming another filing are dropped, since passages from other
+  filings never count for hit or recall.
+- Snippets without tokens (unigram recall) or without bigrams (bigram recall, i.e. fewer than two tokens) are
+  skipped. A question with no scorable snippet gets evidence recall 0.
+- "At least 60%" is compared in integers (5 * matched >= 3 * total), so the threshold is exact.
+- Fewer than k passages: top-k is all of them.
+"""
+
+import json
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
+MRR_CUTOFF = 10  # mrr looks at the top 10 only
+COVERAGE_NUM, COVERAGE_DEN = 3, 5  # a snippet is covered at >= 60% of its tokens (or bigrams)
+
+_NUMBER_COMMA = re.compile(r"(?<=\d),(?=\d)")
+_STRAY_POINT = re.compile(r"(?<!\d)\.|\.(?!\d)")  # a "." that is not between two digits
+
+
+class _KeepTable(dict[int, int]):
+    """str.translate table: letters, digits and "." stay, every other character becomes a space (cached)."""
+
+    def __missing__(self, codepoint: int) -> int:
+        char = chr(codepoint)
+        value = codepoint if (char.isalpha() or char.isdigit() or char == ".") else 0x20
+        self[codepoint] = value
+        return value
+
+
+_KEEP_TABLE = _KeepTable()
+
+
+def normalize_tokens(text: str) -> list[str]:
+    """Tokens per evaluation.md: NFKC, lowercase, "1,577" -> "1577", non-letter/digit -> space, split.
+
+    A decimal point survives only between two digits ("3.5%" -> ["3.5"], "U.S." -> ["u", "s"]).
+    """
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = _NUMBER_COMMA.sub("", text)
+    text = text.translate(_KEEP_TABLE)
+    text = _STRAY_POINT.sub(" ", text)
+    return text.split()
+
+
+def _bigrams(tokens: Sequence[str]) -> list[tuple[str, str]]:
+    return list(pairwise(tokens))
+
+
+@dataclass
+class Passage:
+    """One retrieved passage: its filing, the 1-based physical PDF pages it covers and the text a reader gets."""
+
+    doc_name: str
+    pages: list[int]
+    text: str
+    score: float = 0.0
+
+
+@dataclass
+class Question:
+    """A FinanceBench question with gold pages (1-based) and evidence snippets of its own filing."""
+
+    financebench_id: str
+    doc_name: str
+    question_type: str
+    question: str
+    gold_pages: set[int] = field(default_factory=set)
+    evidence_texts: list[str] = field(default_factory=list)
+
+
+def question_from_record(record: Mapping[str, Any]) -> Question:
+    """Build a Question from one FinanceBench JSONL record (evidence_page_num is 0-based)."""
+    doc_name = str(record["doc_name"])
+    gold_pages: set[int] = set()
+    evidence_texts: list[str] = []
+    for item in record.get("evidence") or []:
+        if item.get("doc_name", doc_name) != doc_name:
+            continue
+        if item.get("evidence_page_num") is not None:
+            gold_pages.add(int(item["evidence_page_num"]) + 1)
+        evidence_texts.append(str(item.get("evidence_text") or ""))
+    return Question(
+        financebench_id=str(record["financebench_id"]),
+        doc_name=doc_name,
+        question_type=str(record.get("question_type") or ""),
+        question=str(record["question"]),
+        gold_pages=gold_pages,
+        evidence_texts=evidence_texts,
+    )
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """Read FinanceBench questions from a JSONL file (blank lines ignored), in file order."""
+    questions: list[Question] = []
+    with Path(path).open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                questions.append(question_from_record(json.loads(line)))
+    return questions
+
+
+def _recall(snippets: Sequence[Counter], context: Counter) -> float:
+    """Fraction of non-empty snippets with >= 60% of their items (clipped counts) in ``context``; 0 if none."""
+    scorable = [s for s in snippets if s]
+    if not scorable:
+        return 0.0
+    covered = 0
+    for snippet in scorable:
+        total = sum(snippet.values())
+        matched = sum(min(count, context[item]) for item, count in snippet.items())
+        if COVERAGE_DEN * matched >= COVERAGE_NUM * total:
+            covered += 1
+    return covered / len(scorable)
+
+
+def score_question(question: Question, passages: Sequence[Passage], ks: Iterable[int] = DEFAULT_KS) -> dict[str, float]:
+    """Per-question metrics for ranked ``passages`` (best first).
+
+    Keys, for each k: page_hit@k, evidence_recall@k, evidence_recall_bigram@k, context_words@k, doc_hit@k; plus
+    mrr. Hit, recall and mrr consider only passages of the question's filing; context_words counts every passage.
+    """
+    ks = sorted(set(ks))
+    if not ks or ks[0] < 1:
+        raise ValueError(f"ks must be positive integers, got {ks}")
+
+    snippet_tokens = [normalize_tokens(text) for text in question.evidence_texts]
+    snippet_unigrams = [Counter(tokens) for tokens in snippet_tokens]
+    snippet_bigrams = [Counter(_bigrams(tokens)) for tokens in snippet_tokens]
+
+    # Walk the ranking once, accumulating the top-k state and reading it off at each k.
+    unigrams: Counter = Counter()
+    bigrams: Counter = Counter()
+    words = 0
+    page_hit = doc_hit = False
+    mrr = 0.0
+    at_k: dict[int, dict[str, float]] = {}
+    depth = max(ks[-1], MRR_CUTOFF)
+    for rank in range(1, depth + 1):
+        if rank <= len(passages):
+            passage = passages[rank - 1]
+            in_filing = passage.doc_name == question.doc_name
+            covers_gold = in_filing and not question.gold_pages.isdisjoint(passage.pages)
+            if covers_gold and mrr == 0.0 and rank <= MRR_CUTOFF:
+                mrr = 1.0 / rank
+            if rank <= ks[-1]:
+                words += len(passage.text.split())
+                doc_hit = doc_hit or in_filing
+                page_hit = page_hit or covers_gold
+                if in_filing:
+                    tokens = normalize_tokens(passage.text)
+                    unigrams.update(tokens)
+                    bigrams.update(_bigrams(tokens))  # bigrams stay inside one passage
+        if rank in ks:
+            at_k[rank] = {
+                "page_hit": float(page_hit),
+                "evidence_recall": _recall(snippet_unigrams, unigrams),
+                "evidence_recall_bigram": _recall(snippet_bigrams, bigrams),
+                "context_words": float(words),
+                "doc_hit": float(doc_hit),
+            }
+
+    scores: dict[str, float] = {}
+    for name in ("page_hit", "evidence_recall", "evidence_recall_bigram", "context_words", "doc_hit"):
+        for k in ks:
+            scores[f"{name}@{k}"] = at_k[k][name]
+    scores["mrr"] = mrr
+    return scores
+
+
+def _mean_scores(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    return {key: sum(row[key] for row in rows) / len(rows) for key in rows[0]}
+
+
+def aggregate(per_question: Mapping[str, Mapping[str, float]], questions: Iterable[Question]) -> dict[str, Any]:
+    """Average per-question scores (keyed by financebench_id) overall and per question_type.
+
+    Returns {"overall": {metric: mean}, "by_question_type": {type: {metric: mean}},
+    "counts": {"overall": n, type: n}}. Questions without scores are ignored; scores for an unknown id or with a
+    different set of metric keys raise ValueError.
+    """
+    types = {q.financebench_id: q.question_type for q in questions}
+    rows = list(per_question.items())
+    unknown = [qid for qid, _ in rows if qid not in types]
+    if unknown:
+        raise ValueError(f"scores for unknown questions: {unknown}")
+    if not rows:
+        return {"overall": {}, "by_question_type": {}, "counts": {"overall": 0}}
+    keys = set(rows[0][1])
+    if any(set(scores) != keys for _, scores in rows):
+        raise ValueError("all questions must have the same metric keys")
+
+    by_type: dict[str, list[Mapping[str, float]]] = {}
+    for qid, scores in rows:
+        by_type.setdefault(types[qid], []).append(scores)
+    counts: dict[str, int] = {"overall": len(rows)}
+    counts.update({qtype: len(group) for qtype, group in sorted(by_type.items())})
+    return {
+        "overall": _mean_scores([scores for _, scores in rows]),
+        "by_question_type": {qtype: _mean_scores(group) for qtype, group in sorted(by_type.items())},
+        "counts": counts,
+    }
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """q-th percentile (0..100) by linear interpolation between closest ranks (numpy's default "linear").
+
+    p50 of [1, 2, 3, 4] is 2.5; p95 of 1..20 is 19.05. Raises ValueError on no values or q outside 0..100.
+    """
+    data = sorted(values)
+    if not data:
+        raise ValueError("percentile of no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"q must be within 0..100, got {q}")
+    position = (len(data) - 1) * q / 100
+    lower = int(position)
+    upper = min(lower + 1, len(data) - 1)
+    return data[lower] + (data[upper] - data[lower]) * (position - lower)

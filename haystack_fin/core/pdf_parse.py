@@ -1,0 +1,222 @@
+"""Read a filing PDF with PyMuPDF into layout elements (text paragraphs, tables, images) in reading order.
+
+Costs measured here drive the design: ``get_text("dict")`` is ~3 ms per page, PyMuPDF's ``find_tables`` 330-600 ms
+per page. Tables are therefore found by the fast geometric detector in ``pdf_tables`` on every page by default;
+PyMuPDF's finder is an option (``table_finder="pymupdf"``) that runs only on pages the cheap pre-check flags.
+"""
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pymupdf
+
+from haystack_fin.core.layout import Element, FilingParseError, ParsedFiling
+from haystack_fin.core.pdf_tables import DetectedTable, find_table_regions, find_tables_pymupdf, page_may_have_table
+from haystack_fin.core.text import normalize_line
+
+logger = logging.getLogger(__name__)
+
+TableFinder = Literal["layout", "pymupdf", "none"]
+
+# Images smaller than this (points) are logos, rules and check boxes, not figures worth a chunk.
+_MIN_IMAGE_SIDE = 72.0
+_CAPTION_DISTANCE = 36.0
+_SENTENCE_END = re.compile(r"[.:;!?)\]”\"]$")
+
+
+@dataclass
+class _Line:
+    text: str
+    bbox: tuple[float, float, float, float]
+    size: float
+    bold: bool
+
+
+def _page_lines(page: pymupdf.Page) -> list[_Line]:
+    """Visual lines of a page: PyMuPDF lines sharing a baseline are merged left to right."""
+    raw: list[_Line] = []
+    data = page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)
+    for block in data["blocks"]:
+        if block.get("type") != 0:
+            continue
+        for line in block["lines"]:
+            spans = [s for s in line["spans"] if s["text"].strip()]
+            if not spans:
+                continue
+            text = normalize_line(" ".join(s["text"] for s in spans))
+            if not text:
+                continue
+            n_chars = sum(len(s["text"].strip()) for s in spans)
+            bold_chars = sum(len(s["text"].strip()) for s in spans if s["flags"] & 16 or "bold" in s["font"].lower())
+            size = max(spans, key=lambda s: len(s["text"]))["size"]
+            raw.append(_Line(text, tuple(line["bbox"]), round(size, 1), bold_chars >= 0.8 * n_chars))
+    raw.sort(key=lambda ln: (round(ln.bbox[1]), ln.bbox[0]))
+    merged: list[_Line] = []
+    for ln in raw:
+        prev = merged[-1] if merged else None
+        if prev is not None:
+            height = min(prev.bbox[3] - prev.bbox[1], ln.bbox[3] - ln.bbox[1])
+            overlap = min(prev.bbox[3], ln.bbox[3]) - max(prev.bbox[1], ln.bbox[1])
+            if height > 0 and overlap > 0.5 * height and ln.bbox[0] >= prev.bbox[0]:
+                merged[-1] = _Line(
+                    f"{prev.text} {ln.text}",
+                    (
+                        prev.bbox[0],
+                        min(prev.bbox[1], ln.bbox[1]),
+                        max(prev.bbox[2], ln.bbox[2]),
+                        max(prev.bbox[3], ln.bbox[3]),
+                    ),
+                    max(prev.size, ln.size),
+                    prev.bold and ln.bold,
+                )
+                continue
+        merged.append(ln)
+    return merged
+
+
+def _inside(bbox: tuple[float, float, float, float], region: tuple[float, float, float, float]) -> bool:
+    cx, cy = (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
+    return region[0] - 2 <= cx <= region[2] + 2 and region[1] - 2 <= cy <= region[3] + 2
+
+
+def _is_heading_line(line: _Line, body_size: float) -> bool:
+    words = line.text.split()
+    if len(words) > 20 or (_SENTENCE_END.search(line.text) and len(words) > 12):
+        return False
+    letters = [c for c in line.text if c.isalpha()]
+    caps = bool(letters) and sum(c.isupper() for c in letters) >= 0.8 * len(letters) and len(letters) >= 4
+    return line.bold or caps or line.size >= body_size + 1.5
+
+
+def _paragraphs(lines: list[_Line], page_no: int, body_size: float) -> list[Element]:
+    """Group visual lines into paragraphs; heading-looking lines stand alone so structure detection sees them."""
+    elements: list[Element] = []
+    current: list[_Line] = []
+
+    def flush() -> None:
+        if not current:
+            return
+        text = " ".join(ln.text for ln in current)
+        # Hyphenated line breaks ("operat- ing") are rejoined.
+        text = re.sub(r"(\w)- (\w)", r"\1\2", text) if "- " in text else text
+        x0 = min(ln.bbox[0] for ln in current)
+        bbox = (x0, current[0].bbox[1], max(ln.bbox[2] for ln in current), current[-1].bbox[3])
+        bold = all(ln.bold for ln in current)
+        heading = len(current) == 1 and _is_heading_line(current[0], body_size)
+        elements.append(
+            Element("text", text, page_no, bbox=bbox, font_size=current[0].size, bold=bold, is_heading=heading)
+        )
+        current.clear()
+
+    for ln in lines:
+        if current:
+            prev = current[-1]
+            gap = ln.bbox[1] - prev.bbox[3]
+            line_h = max(prev.bbox[3] - prev.bbox[1], 1.0)
+            new_para = (
+                gap > 0.6 * line_h
+                or abs(ln.size - prev.size) > 0.6
+                or ln.bold != prev.bold
+                or _is_heading_line(ln, body_size)
+                or _is_heading_line(prev, body_size)
+                or (_SENTENCE_END.search(prev.text) is not None and ln.bbox[0] > prev.bbox[0] + 8)
+            )
+            if new_para:
+                flush()
+        current.append(ln)
+    flush()
+    return elements
+
+
+def _image_elements(page: pymupdf.Page, page_no: int, lines: list[_Line]) -> list[Element]:
+    out: list[Element] = []
+    for info in page.get_image_info():
+        x0, y0, x1, y1 = info["bbox"]
+        if x1 - x0 < _MIN_IMAGE_SIDE or y1 - y0 < _MIN_IMAGE_SIDE:
+            continue
+        near = [
+            ln.text
+            for ln in lines
+            if (0 <= ln.bbox[1] - y1 <= _CAPTION_DISTANCE or 0 <= y0 - ln.bbox[3] <= _CAPTION_DISTANCE)
+            and ln.bbox[2] > x0
+            and ln.bbox[0] < x1
+        ]
+        out.append(Element("image", " ".join(near), page_no, bbox=(x0, y0, x1, y1)))
+    return out
+
+
+def _body_font_size(lines: list[_Line]) -> float:
+    counts: dict[float, int] = {}
+    for ln in lines:
+        counts[ln.size] = counts.get(ln.size, 0) + len(ln.text)
+    return max(counts, key=lambda s: counts[s]) if counts else 10.0
+
+
+def _open(source: str | Path, data: bytes | None) -> pymupdf.Document:
+    name = str(source)
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf") if data is not None else pymupdf.open(name, filetype="pdf")
+    except Exception as exc:  # PyMuPDF raises several types (FileDataError, RuntimeError, ...) for bad files.
+        raise FilingParseError(name, f"not a readable PDF ({exc})") from exc
+    if doc.needs_pass:
+        raise FilingParseError(name, "the PDF is encrypted and needs a password")
+    if doc.page_count == 0:
+        raise FilingParseError(name, "the PDF has no pages")
+    return doc
+
+
+def parse_pdf_filing(
+    source: str | Path,
+    data: bytes | None = None,
+    table_finder: TableFinder = "layout",
+    extract_images: bool = True,
+) -> ParsedFiling:
+    """Parse a filing PDF into a ``ParsedFiling``.
+
+    :param source: path of the PDF (also the name used in error messages and provenance).
+    :param data: the PDF bytes, when already in memory.
+    :param table_finder: "layout" (fast geometric detector, default), "pymupdf" (PyMuPDF's table finder on pages
+        that the cheap pre-check flags) or "none".
+    :param extract_images: emit image elements (with bbox and nearby caption text).
+    :raises FilingParseError: the file is not a PDF, is encrypted, is empty or has no extractable text.
+    """
+    name = str(source)
+    doc = _open(source, data)
+    elements: list[Element] = []
+    page_texts: list[str] = []
+    try:
+        page_lines = []
+        for page in doc:
+            page_lines.append(_page_lines(page))
+        body_size = _body_font_size([ln for lines in page_lines for ln in lines])
+        for index, page in enumerate(doc):
+            page_no = index + 1
+            lines = page_lines[index]
+            page_texts.append("\n".join(ln.text for ln in lines))
+            tables: list[DetectedTable] = []
+            if table_finder != "none" and lines:
+                words = page.get_text("words")
+                if table_finder == "layout":
+                    tables = find_table_regions(page, words)
+                elif page_may_have_table(words):
+                    tables = find_tables_pymupdf(page)
+            text_lines = [ln for ln in lines if not any(_inside(ln.bbox, t.bbox) for t in tables)]
+            page_elements = _paragraphs(text_lines, page_no, body_size)
+            for table in tables:
+                rows_text = "\n".join(" | ".join(c for c in row if c) for row in table.table.rows)
+                page_elements.append(Element("table", rows_text, page_no, bbox=table.bbox, table=table.table))
+            if extract_images:
+                page_elements.extend(_image_elements(page, page_no, lines))
+            page_elements.sort(key=lambda e: (e.bbox[1] if e.bbox else 0.0, e.bbox[0] if e.bbox else 0.0))
+            elements.extend(page_elements)
+        n_pages = doc.page_count
+        pdf_meta = {k: v for k, v in (doc.metadata or {}).items() if v}
+    finally:
+        doc.close()
+    if not any(e.kind == "text" and e.text for e in elements) and not any(e.kind == "table" for e in elements):
+        raise FilingParseError(name, "no extractable text (scanned or empty PDF); OCR is not supported")
+    logger.debug("Parsed %s: %d pages, %d elements", name, n_pages, len(elements))
+    return ParsedFiling(source_path=name, n_pages=n_pages, elements=elements, page_texts=page_texts, meta=pdf_meta)

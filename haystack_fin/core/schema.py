@@ -1,0 +1,83 @@
+"""The one place that names the index's meta fields, node types and modalities.
+
+Everything that writes or reads the index (splitter, writer, retrievers, CLI, evaluation) takes field names from
+here, so the provenance contract of design.md lives in a single module.
+"""
+
+from enum import StrEnum
+
+
+class NodeType(StrEnum):
+    CHUNK = "chunk"
+    SUMMARY = "summary"
+    QUESTION = "question"
+    FILING = "filing"
+
+
+class Modality(StrEnum):
+    TEXT = "text"
+    TABLE = "table"
+    IMAGE = "image"
+
+
+# Provenance carried by every chunk (design.md contract).
+FILING_ID = "filing_id"
+COMPANY = "company"
+FORM = "form"
+PERIOD = "period"
+ITEM = "item"
+ITEM_TITLE = "item_title"
+SECTION_PATH = "section_path"
+PAGE_NUMBERS = "page_numbers"
+MODALITY = "modality"
+TABLE_ID = "table_id"
+SOURCE_PATH = "source_path"
+
+PROVENANCE_FIELDS: tuple[str, ...] = (
+    FILING_ID,
+    COMPANY,
+    FORM,
+    PERIOD,
+    ITEM,
+    ITEM_TITLE,
+    SECTION_PATH,
+    PAGE_NUMBERS,
+    MODALITY,
+    TABLE_ID,
+    SOURCE_PATH,
+)
+
+# Further meta.
+NODE_TYPE = "node_type"
+PART = "part"
+FISCAL_YEAR = "fiscal_year"
+FISCAL_QUARTER = "fiscal_quarter"
+PERIOD_END = "period_end"
+TICKER = "ticker"
+CHUNK_INDEX = "chunk_index"
+TABLE_JSON = "table"
+INDEX_RUN = "index_run"
+N_PAGES = "n_pages"
+ITEMS = "items"
+N_CHUNKS_BY_MODALITY = "n_chunks_by_modality"
+ITEM_TERM_COUNTS = "item_term_counts"
+
+# Key under which converters hand parsed layout elements to FilingSplitter (never stored in the index).
+ELEMENTS = "filing_elements"
+
+# Tree meta mirrors Haystack's HierarchicalDocumentSplitter so AutoMergingRetriever interoperates.
+TREE_LEVEL = "__level"
+TREE_PARENT_ID = "__parent_id"
+TREE_CHILDREN_IDS = "__children_ids"
+
+# Filing metadata a caller may override (CLI --meta key=value, converter meta=...).
+OVERRIDABLE_FILING_FIELDS: tuple[str, ...] = (
+    FILING_ID,
+    COMPANY,
+    FORM,
+    PERIOD,
+    FISCAL_YEAR,
+    FISCAL_QUARTER,
+    PERIOD_END,
+    TICKER,
+)

@@ -1,0 +1,76 @@
+"""Load the shipped YAML pipelines with the store pointed where the user wants it.
+
+The YAML files in ``pipelines/`` are plain Haystack YAML (``Pipeline.load`` works on them with
+``allowed_modules=["haystack_fin"]``). The CLI only rewrites the document store's location: a local path
+(embedded Qdrant, the default) or a Qdrant server URL. Nothing else differs between one machine and a cluster.
+"""
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from haystack import Pipeline
+
+ALLOWED_MODULES = ["haystack_fin"]
+_QDRANT_STORE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
+
+
+def pipelines_dir() -> Path:
+    """The folder holding the shipped YAML: inside the wheel, or the repository's ``pipelines/``."""
+    packaged = Path(__file__).parent / "pipelines"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "pipelines"
+
+
+def _store_params(store_path: str | None, qdrant_url: str | None, index: str | None) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if qdrant_url:
+        params.update({"url": qdrant_url, "path": None, "location": None})
+        if os.environ.get("QDRANT_API_KEY"):
+            params["api_key"] = {"type": "env_var", "env_vars": ["QDRANT_API_KEY"], "strict": True}
+    elif store_path:
+        params.update({"path": str(Path(store_path).expanduser().resolve()), "url": None, "location": None})
+    if index:
+        params["index"] = index
+    return params
+
+
+def _rewrite_stores(node: Any, params: dict[str, Any]) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == _QDRANT_STORE:
+            init = node.setdefault("init_parameters", {})
+            init.update({k: v for k, v in params.items() if v is not None})
+            for key in ("path", "url", "location"):
+                if key in params and params[key] is None:
+                    init.pop(key, None)
+            return
+        for value in node.values():
+            _rewrite_stores(value, params)
+    elif isinstance(node, list):
+        for value in node:
+            _rewrite_stores(value, params)
+
+
+def pipeline_dict(
+    name_or_path: str, store_path: str | None = None, qdrant_url: str | None = None, index: str | None = None
+) -> dict[str, Any]:
+    """The pipeline's dict form with every QdrantDocumentStore pointed at ``store_path`` or ``qdrant_url``."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = pipelines_dir() / f"{name_or_path}.yaml"
+    data = yaml.safe_load(path.read_text())
+    params = _store_params(store_path, qdrant_url, index)
+    if params:
+        _rewrite_stores(data, params)
+    return data
+
+
+def load_pipeline(
+    name_or_path: str, store_path: str | None = None, qdrant_url: str | None = None, index: str | None = None
+) -> Pipeline:
+    """Load a shipped pipeline ("indexing", "query") or a YAML file, with the store location overridden."""
+    return Pipeline.from_dict(
+        pipeline_dict(name_or_path, store_path, qdrant_url, index), allowed_modules=ALLOWED_MODULES
+    )

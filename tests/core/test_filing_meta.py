@@ -1,0 +1,388 @@
+"""Filing metadata from cover pages: three real EDGAR fixtures plus handmade covers for the edge cases."""
+
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from haystack_fin.core import schema
+from haystack_fin.core.filing_meta import FORMS, FilingMeta, annual_fiscal_year, detect_filing_meta
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def read_pdf(name: str, max_pages: int = 15) -> tuple[list[str], dict]:
+    # The detector reads at most 15 pages; extracting the rest would only slow the tests down.
+    with pymupdf.open(FIXTURES / name) as doc:
+        return [doc[i].get_text() for i in range(min(max_pages, len(doc)))], dict(doc.metadata or {})
+
+
+def cover(form_line: str, period_line: str, name_lines: str = "Acme Widgets, Inc.", extra: str = "") -> str:
+    """A minimal SEC cover page in PyMuPDF's line layout, with the non-breaking spaces EDGAR PDFs use."""
+    return (
+        "UNITED STATES\nSECURITIES AND EXCHANGE COMMISSION\nWashington,\u00a0D.C. 20549\n"
+        f"{form_line}\n(Mark One)\n☒\n{period_line}\nOR\n☐\n"
+        "TRANSITION REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934\n"
+        "Commission File Number 001-12345\n"
+        f"{name_lines}\n(Exact name of registrant as specified in its charter)\n"
+        "Delaware\n12-3456789\n(State or other jurisdiction of incorporation or organization)\n"
+        "Securities registered pursuant to Section 12(b) of the Act:\n"
+        "Title of each class\nTrading Symbol(s)\nName of each exchange on which registered\n"
+        "Common Stock, $0.01 par value\nACME\nNew York Stock Exchange\n"
+        "Securities registered pursuant to Section 12(g) of the Act: None\n"
+        f"{extra}"
+    )
+
+
+ANNUAL = "ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934"
+QUARTERLY = "QUARTERLY REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934"
+
+
+def ten_k(period: str, **kwargs: str) -> str:
+    return cover("FORM 10-K", f"{ANNUAL}\nFor the fiscal year ended {period}", **kwargs)
+
+
+def ten_q(period: str, **kwargs: str) -> str:
+    return cover("FORM 10-Q", f"{QUARTERLY}\nFor the quarterly period ended {period}", **kwargs)
+
+
+# --- real filings -----------------------------------------------------------------------------------------------
+
+
+def test_bestbuy_10q_fixture() -> None:
+    pages, metadata = read_pdf("bestbuy-10q-2023-07-29.pdf")
+    meta = detect_filing_meta(pages, "bestbuy-10q-2023-07-29.pdf", metadata)
+    assert meta == FilingMeta(
+        company="BEST BUY CO., INC.",
+        form="10-Q",
+        period="FY2024 Q2",
+        period_end="2023-07-29",
+        fiscal_year=2024,
+        fiscal_quarter=2,
+        ticker="BBY",
+    )
+
+
+def test_pepsico_8k_fixture_uses_event_date() -> None:
+    # The 8-K was filed on May 5; its cover reports the event of May 3.
+    pages, metadata = read_pdf("pepsico-8k-2023-05-05.pdf")
+    meta = detect_filing_meta(pages, "pepsico-8k-2023-05-05.pdf", metadata)
+    assert (meta.company, meta.form, meta.period, meta.period_end) == (
+        "PepsiCo, Inc.",
+        "8-K",
+        "2023-05-03",
+        "2023-05-03",
+    )
+    assert (meta.fiscal_year, meta.fiscal_quarter, meta.ticker) == (2023, None, "PEP")
+
+
+def test_netflix_10k_fixture_without_trading_symbol_column() -> None:
+    pages, metadata = read_pdf("netflix-10k-2015.pdf")
+    meta = detect_filing_meta(pages, "netflix-10k-2015.pdf", metadata)
+    assert meta == FilingMeta(
+        company="Netflix, Inc.",
+        form="10-K",
+        period="FY2015",
+        period_end="2015-12-31",
+        fiscal_year=2015,
+        fiscal_quarter=None,
+        ticker="",  # 2015 covers had no "Trading Symbol(s)" column
+    )
+
+
+def test_body_pages_of_a_filing_are_not_a_filing_cover_or_release() -> None:
+    pages, _ = read_pdf("netflix-10k-2015.pdf")
+    assert detect_filing_meta(pages[5:]).form == "other"
+
+
+# --- annual reports ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("period", "iso", "fiscal_year"),
+    [
+        ("January 1, 2022", "2022-01-01", 2021),  # 52/53-week year ending in the first week of January
+        ("January 7, 2022", "2022-01-07", 2021),
+        ("January 8, 2022", "2022-01-08", 2022),
+        ("February 3, 2024", "2024-02-03", 2024),
+        ("June 30, 2023", "2023-06-30", 2023),
+        ("December\u00a031,\u00a02023", "2023-12-31", 2023),
+    ],
+)
+def test_annual_fiscal_year(period: str, iso: str, fiscal_year: int) -> None:
+    meta = detect_filing_meta([ten_k(period)])
+    assert (meta.form, meta.period_end, meta.fiscal_year, meta.period) == ("10-K", iso, fiscal_year, f"FY{fiscal_year}")
+    assert meta.fiscal_quarter is None
+    assert (meta.company, meta.ticker) == ("Acme Widgets, Inc.", "ACME")
+
+
+def test_annual_fiscal_year_function() -> None:
+    from datetime import date
+
+    assert annual_fiscal_year(date(2021, 1, 2)) == 2020
+    assert annual_fiscal_year(date(2021, 1, 30)) == 2021
+
+
+def test_odd_form_line_falls_back_to_report_kind() -> None:
+    page = cover("FORM", f"{ANNUAL}\nFor the Fiscal Year Ended June 30, 2023")
+    assert detect_filing_meta([page]).form == "10-K"
+
+
+def test_form_line_with_unicode_hyphen_and_spaces() -> None:
+    page = cover("FORM\u00a010\u2011K", f"{ANNUAL}\nFor the fiscal year ended December 31, 2019")
+    assert detect_filing_meta([page]).form == "10-K"
+
+
+@pytest.mark.parametrize(
+    ("form_line", "form"),
+    [
+        ("FORM 10-K/A\n(Amendment No. 1)", "10-K/A"),
+        ("FORM 10-K\n(Amendment No. 2)", "10-K/A"),
+        ("Form 10-Q/A", "10-Q/A"),
+        ("FORM 8-K/A", "8-K/A"),
+        ("FORM 20-F", "20-F"),
+    ],
+)
+def test_amendments_and_other_forms(form_line: str, form: str) -> None:
+    page = cover(form_line, f"{ANNUAL}\nFor the fiscal year ended December 31, 2022")
+    assert detect_filing_meta([page]).form == form
+
+
+def test_glossy_cover_before_the_sec_cover() -> None:
+    pages = ["Acme Widgets\n2023 Annual Report\nBuilding what matters", ten_k("December 31, 2023")]
+    meta = detect_filing_meta(pages)
+    assert (meta.form, meta.company, meta.fiscal_year) == ("10-K", "Acme Widgets, Inc.", 2023)
+
+
+# --- company ----------------------------------------------------------------------------------------------------
+
+
+def test_missing_registrant_falls_back_to_source_name() -> None:
+    page = ten_k("December 31, 2021", name_lines="")
+    meta = detect_filing_meta([page], source_name="/data/ACMEWIDGETS_2021_10K.pdf")
+    assert meta.company == "Acmewidgets"
+    assert meta.form == "10-K"
+
+
+def test_missing_registrant_prefers_pdf_metadata_over_source_name() -> None:
+    page = ten_k("December 31, 2021", name_lines="")
+    metadata = {"title": "Form 10-K for Acme Widgets INC filed 02/09/2022", "author": "EDGAR Online"}
+    assert detect_filing_meta([page], "acme-10k.pdf", metadata).company == "Acme Widgets INC"
+
+
+def test_logo_cover_uses_subsidiaries_running_head() -> None:
+    pages = [ten_k("December 31, 2017", name_lines=""), "THE ACME COMPANY AND SUBSIDIARIES\nTable of Contents\n"]
+    assert detect_filing_meta(pages, "ACME_2017_10K.pdf").company == "THE ACME COMPANY"
+
+
+def test_cover_without_label_uses_legal_suffix_line() -> None:
+    page = (
+        "UNITED STATES\nSECURITIES AND EXCHANGE COMMISSION\nWashington, D.C. 20549\nFORM 10-K\n"
+        f"{ANNUAL}\nFor the Fiscal Year Ended June 30, 2016\nCommission File Number 001-37845\n"
+        "ACME SOFTWARE CORPORATION\nWASHINGTON\n91-1144442\n(STATE OF INCORPORATION)\n"
+        "Securities registered pursuant to Section 12(b) of the Act:\n"
+    )
+    assert detect_filing_meta([page]).company == "ACME SOFTWARE CORPORATION"
+
+
+def test_small_caps_name_is_joined() -> None:
+    page = ten_k("December 31, 2018", name_lines="G LOBEX R ESORTS I NTERNATIONAL")
+    assert detect_filing_meta([page]).company == "GLOBEX RESORTS INTERNATIONAL"
+
+
+def test_name_wrapped_over_two_lines() -> None:
+    page = ten_k("December 31, 2018", name_lines="THE GLOBEX HOLDINGS GROUP,\nINC.")
+    assert detect_filing_meta([page]).company == "THE GLOBEX HOLDINGS GROUP, INC."
+
+
+def test_glued_html_cover_text() -> None:
+    # lxml text_content() of an EDGAR inline-XBRL cover has no line breaks between cells.
+    page = (
+        "UNITED STATESSECURITIES AND EXCHANGE COMMISSIONWashington, D.C. 20549FORM 10-K(Mark One)☒ "
+        f"{ANNUAL}For the fiscal year ended September\u00a028, 2024or☐ TRANSITION REPORT PURSUANT TO SECTION 13"
+        " OR 15(d)Commission File Number: 001-36743Acme Inc.(Exact name of Registrant as specified in its charter)"
+        "California94-2404110Securities registered pursuant to Section 12(b) of the Act:Title of each classTrading "
+        "symbol(s)Name of each exchange on which registeredCommon Stock, $0.00001 par value per shareACMEThe Nasdaq "
+        "Stock Market LLCSecurities registered pursuant to Section 12(g) of the Act: None"
+    )
+    meta = detect_filing_meta([page])
+    assert (meta.company, meta.form, meta.period_end, meta.fiscal_year, meta.ticker) == (
+        "Acme Inc.",
+        "10-K",
+        "2024-09-28",
+        2024,
+        "ACME",
+    )
+
+
+# --- ticker -----------------------------------------------------------------------------------------------------
+
+
+def test_ticker_first_of_several_and_split_series() -> None:
+    table = (
+        "Title of Each Class\nTrading Symbol(s)\nName of Each Exchange on Which\nRegistered\n"
+        "Common Stock, par value $0.10\nVZ\nNew York Stock Exchange\n1.625% Notes due 2024\nVZ 24B\n"
+    )
+    page = ten_k("December 31, 2022").replace(
+        "Title of each class\nTrading Symbol(s)\nName of each exchange on which registered\n"
+        "Common Stock, $0.01 par value\nACME\nNew York Stock Exchange\n",
+        table,
+    )
+    assert detect_filing_meta([page]).ticker == "VZ"
+
+
+def test_ticker_on_second_cover_page_of_8k() -> None:
+    page1 = (
+        "UNITED STATES\nSECURITIES AND EXCHANGE COMMISSION\nWASHINGTON, D.C. 20549\nFORM 8-K\nCURRENT REPORT\n"
+        "Pursuant to Section 13 or 15(d) of the Securities Exchange Act of 1934\n"
+        "Date of Report (Date of earliest event reported): May 3, 2023\n"
+        "Acme Widgets, Inc.\n(Exact name of registrant as specified in its charter)\n"
+    )
+    page2 = "Title of each class\nTrading Symbols\nName of each exchange on which registered\nCommon Stock\nAWI\n"
+    meta = detect_filing_meta([page1, page2])
+    assert (meta.form, meta.period, meta.ticker) == ("8-K", "2023-05-03", "AWI")
+
+
+# --- 8-K --------------------------------------------------------------------------------------------------------
+
+
+def test_8k_with_press_release_exhibit_stays_8k() -> None:
+    page1 = (
+        "UNITED STATES\nSECURITIES AND EXCHANGE COMMISSION\nFORM 8-K\nCURRENT REPORT\n"
+        "May 3, 2023\n(Date of Report (Date of earliest event reported))\n"
+        "Acme Widgets, Inc.\n(Exact name of registrant as specified in its charter)\n"
+    )
+    page2 = "Exhibit 99.1\nAcme Widgets Reports First Quarter 2023 Results\n"
+    meta = detect_filing_meta([page1, page2])
+    assert (meta.form, meta.period_end, meta.fiscal_year, meta.company) == (
+        "8-K",
+        "2023-05-03",
+        2023,
+        "Acme Widgets, Inc.",
+    )
+
+
+# --- earnings releases ------------------------------------------------------------------------------------------
+
+
+def test_earnings_release_headline_and_first_sentence() -> None:
+    page = (
+        "Exhibit 99.1\nAcme Widgets Announces Fiscal 2024 Second Quarter Results\nRevenue up 5%\n"
+        "SPRINGFIELD, Ill., Aug. 20, 2024 \u2013 Acme Widgets, Inc. (NYSE: ACME) today reported results for the "
+        "quarter ended July 27, 2024.\nThe company also filed its Quarterly Report on\nForm 10-Q\n"
+    )
+    meta = detect_filing_meta([page], "ACME_2024Q2_EARNINGS.pdf")
+    assert meta == FilingMeta(
+        company="Acme Widgets, Inc.",
+        form="earnings_release",
+        period="FY2024 Q2",
+        period_end="2024-07-27",
+        fiscal_year=2024,
+        fiscal_quarter=2,
+        ticker="ACME",
+    )
+
+
+def test_earnings_release_upper_case_headline_wrapped() -> None:
+    page = (
+        "Page 1 of 12\nExhibit 99.1\nGLOBEX CORPORATION REPORTS FOURTH QUARTER AND\n"
+        "FULL YEAR 2022 FINANCIAL AND OPERATING RESULTS\n\u2022 Record revenue\n"
+    )
+    meta = detect_filing_meta([page])
+    assert (meta.form, meta.company, meta.period, meta.fiscal_quarter, meta.fiscal_year) == (
+        "earnings_release",
+        "GLOBEX CORPORATION",
+        "FY2022 Q4",
+        4,
+        2022,
+    )
+
+
+def test_plain_document_is_other() -> None:
+    page = "Letter to shareholders\nDear fellow shareholders,\nOur reported financial results improved this year."
+    meta = detect_filing_meta([page], "acme_letter.pdf")
+    assert (meta.form, meta.period, meta.fiscal_year, meta.company) == ("other", "", None, "Acme")
+
+
+def test_empty_input() -> None:
+    assert detect_filing_meta([], "GLOBEX-2020-10K.pdf") == FilingMeta(company="Globex")
+
+
+# --- quarterly reports ------------------------------------------------------------------------------------------
+
+
+def test_10q_without_quarter_evidence_leaves_quarter_unset() -> None:
+    meta = detect_filing_meta([ten_q("July 29, 2023")])
+    assert (meta.fiscal_quarter, meta.fiscal_year, meta.period) == (None, None, "Q ended 2023-07-29")
+
+
+def test_10q_quarter_from_xbrl_fiscal_year_end() -> None:
+    page = "acme-20230729false2024Q20000012345--02-03P1Y\n" + ten_q("July 29, 2023")
+    meta = detect_filing_meta([page])
+    assert (meta.fiscal_quarter, meta.fiscal_year, meta.period) == (2, 2024, "FY2024 Q2")
+
+
+def test_10q_quarter_from_stated_fiscal_year_end_month() -> None:
+    notes = "Our fiscal year ends on the Saturday nearest the end of January."
+    meta = detect_filing_meta([ten_q("April 29, 2023"), notes])
+    assert (meta.fiscal_quarter, meta.fiscal_year) == (1, 2024)
+
+
+def test_10q_quarter_from_year_to_date_weeks() -> None:
+    toc = "Condensed Consolidated Statement of Income \u2013 12 and 24 Weeks Ended June 17, 2023 and June 11, 2022"
+    meta = detect_filing_meta([ten_q("June 17, 2023"), toc])
+    assert (meta.fiscal_quarter, meta.fiscal_year, meta.period) == (2, 2023, "FY2023 Q2")
+
+
+def test_10q_first_quarter_of_a_june_fiscal_year() -> None:
+    pages = [
+        ten_q("September 30, 2023"),
+        "INCOME STATEMENTS\nThree Months Ended September 30,\n2023\n2022\n",
+        "read with our Annual Report on Form 10-K for the fiscal year ended June 30, 2023.",
+    ]
+    meta = detect_filing_meta(pages)
+    assert (meta.fiscal_quarter, meta.fiscal_year, meta.period) == (1, 2024, "FY2024 Q1")
+
+
+def test_10q_conflicting_evidence_leaves_quarter_unset() -> None:
+    pages = [
+        ten_q("June 30, 2023"),
+        "Statements of Operations for the Three and Nine Months Ended June 30, 2023",
+        "Annual Report on Form 10-K for the year ended December 31, 2022",
+    ]
+    meta = detect_filing_meta(pages)
+    assert (meta.fiscal_quarter, meta.fiscal_year) == (None, None)
+
+
+def test_10q_fiscal_year_named_by_the_filing() -> None:
+    # A retailer that calls the year ending February 3, 2024 "fiscal 2023" says so; its wording wins.
+    pages = [
+        ten_q("July 29, 2023"),
+        "Statements for the three and six months ended July 29, 2023",
+        "In the second quarter of fiscal 2023, sales rose. Second quarter of fiscal 2023 margins improved.",
+    ]
+    meta = detect_filing_meta(pages)
+    assert (meta.fiscal_quarter, meta.fiscal_year, meta.period) == (2, 2023, "FY2023 Q2")
+
+
+def test_10q_wording_alone() -> None:
+    pages = [ten_q("July 29, 2023"), "In the second quarter of fiscal 2024 we ... the second quarter of fiscal 2024"]
+    meta = detect_filing_meta(pages)
+    assert (meta.fiscal_quarter, meta.fiscal_year) == (2, 2024)
+
+
+# --- output -----------------------------------------------------------------------------------------------------
+
+
+def test_to_dict_uses_schema_field_names() -> None:
+    meta = detect_filing_meta([ten_k("February 3, 2024")])
+    assert meta.to_dict() == {
+        schema.COMPANY: "Acme Widgets, Inc.",
+        schema.FORM: "10-K",
+        schema.PERIOD: "FY2024",
+        schema.PERIOD_END: "2024-02-03",
+        schema.FISCAL_YEAR: 2024,
+        schema.FISCAL_QUARTER: None,
+        schema.TICKER: "ACME",
+    }
+    assert meta.form in FORMS
