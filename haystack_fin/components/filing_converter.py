@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from haystack import Document, component
+from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ByteStream
 
 from haystack_fin.core import schema
@@ -88,6 +88,15 @@ class FilingConverter:
         self.formats = formats
         self.table_finder = table_finder
         self.extract_images = extract_images
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self, formats=self.formats, table_finder=self.table_finder, extract_images=self.extract_images
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FilingConverter":
+        return default_from_dict(cls, data)
 
     def _read(self, source: str | Path | ByteStream) -> tuple[str, bytes]:
         if isinstance(source, ByteStream):

@@ -4,12 +4,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from haystack import Document, component
+from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_fin.core import schema
 from haystack_fin.core.filing_meta import detect_filing_meta
 from haystack_fin.core.filing_structure import ChunkRecord, FilingStructure, structure_filing
 from haystack_fin.core.layout import Element, ParsedFiling
+from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.schema import Modality, NodeType
 from haystack_fin.core.text import normalize_line
 
@@ -92,12 +93,15 @@ class FilingSplitter:
         overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
         max_table_rows: int = DEFAULT_MAX_TABLE_ROWS,
         include_images: bool = True,
+        term_stats: bool = True,
     ):
         """
         :param chunk_tokens: token budget of a text chunk (estimated word pieces of a BERT-family tokenizer).
         :param overlap_tokens: tokens of trailing sentences repeated at the start of the next text chunk.
         :param max_table_rows: at most this many data rows per table block.
         :param include_images: emit image chunks (images with caption text).
+        :param term_stats: count the built-in financial lexicon's terms per Item into the filing node
+            (``item_term_counts``, ``item_term_totals``), which FlamRouter reads at query time.
         """
         if chunk_tokens < 16:
             raise ValueError(f"chunk_tokens must be at least 16, got {chunk_tokens}")
@@ -109,6 +113,27 @@ class FilingSplitter:
         self.overlap_tokens = overlap_tokens
         self.max_table_rows = max_table_rows
         self.include_images = include_images
+        self.term_stats = term_stats
+        self._lexicon: Lexicon | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            chunk_tokens=self.chunk_tokens,
+            overlap_tokens=self.overlap_tokens,
+            max_table_rows=self.max_table_rows,
+            include_images=self.include_images,
+            term_stats=self.term_stats,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FilingSplitter":
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """Load the financial lexicon (package data) once, if term statistics are on."""
+        if self.term_stats and self._lexicon is None:
+            self._lexicon = Lexicon.load_default()
 
     def _filing_meta(self, doc: Document, parsed: ParsedFiling) -> dict[str, Any]:
         meta = {k: doc.meta[k] for k in _FILING_FIELDS if doc.meta.get(k) not in (None, "")}
@@ -213,6 +238,14 @@ class FilingSplitter:
             schema.N_CHUNKS_BY_MODALITY: by_modality,
             schema.INDEX_RUN: run_id,
         }
+        if self._lexicon is not None:
+            counts: dict[str, dict[str, int]] = {}
+            for it in structure.items:  # an Item split in two (Item 8 on F-pages) sums its parts
+                item_counts = counts.setdefault(it.item, {})
+                for cluster, n in self._lexicon.count_cluster_terms(it.text).items():
+                    item_counts[cluster] = item_counts.get(cluster, 0) + n
+            node_meta[schema.ITEM_TERM_COUNTS] = counts
+            node_meta[schema.ITEM_TERM_TOTALS] = {item: sum(c.values()) for item, c in counts.items()}
         return Document(id=f"{meta[schema.FILING_ID]}#filing", content="\n".join(lines), meta=node_meta)
 
     @component.output_types(documents=list[Document], filing_nodes=list[Document])
@@ -223,6 +256,7 @@ class FilingSplitter:
         :param documents: one Document per filing (FilingConverter output, or page text with form feeds).
         :returns: ``documents``: the chunks of all filings in order; ``filing_nodes``: one node per filing.
         """
+        self.warm_up()
         chunks: list[Document] = []
         nodes: list[Document] = []
         for doc in documents:

@@ -47,6 +47,11 @@ class FilingWriter:
             params["policy"] = DuplicatePolicy[params["policy"]]
         return default_from_dict(cls, data)
 
+    def close(self) -> None:
+        """Release the store's client (frees an embedded Qdrant folder); Pipeline.close() calls this."""
+        if hasattr(self.document_store, "close"):
+            self.document_store.close()
+
     @component.output_types(documents_written=int, stale_deleted=int, filing_ids=list[str])
     def run(self, documents: list[Document], filing_nodes: list[Document] | None = None) -> dict[str, Any]:
         """

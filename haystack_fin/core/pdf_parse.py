@@ -82,6 +82,13 @@ def _inside(bbox: tuple[float, float, float, float], region: tuple[float, float,
     return region[0] - 2 <= cx <= region[2] + 2 and region[1] - 2 <= cy <= region[3] + 2
 
 
+def _words_bbox(words: list, indices: list[int]) -> tuple[float, float, float, float] | None:
+    if not indices:
+        return None
+    boxes = [words[i][:4] for i in indices]
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
 def _is_heading_line(line: _Line, body_size: float) -> bool:
     words = line.text.split()
     if len(words) > 20 or (_SENTENCE_END.search(line.text) and len(words) > 12):
@@ -164,7 +171,7 @@ def _open(source: str | Path, data: bytes | None) -> pymupdf.Document:
     if doc.needs_pass:
         raise FilingParseError(name, "the PDF is encrypted and needs a password")
     if doc.page_count == 0:
-        raise FilingParseError(name, "the PDF has no pages")
+        raise FilingParseError(name, "damaged or empty PDF: no pages could be read")
     return doc
 
 
@@ -197,13 +204,16 @@ def parse_pdf_filing(
             lines = page_lines[index]
             page_texts.append("\n".join(ln.text for ln in lines))
             tables: list[DetectedTable] = []
+            words: list = []
             if table_finder != "none" and lines:
                 words = page.get_text("words")
                 if table_finder == "layout":
                     tables = find_table_regions(page, words)
                 elif page_may_have_table(words):
-                    tables = find_tables_pymupdf(page)
-            text_lines = [ln for ln in lines if not any(_inside(ln.bbox, t.bbox) for t in tables)]
+                    tables = find_tables_pymupdf(page, words=words)
+            # Table bodies and their caption/units lines live in the table chunk, not in the running text.
+            regions = [t.bbox for t in tables] + [_words_bbox(words, t.caption_word_indices) for t in tables]
+            text_lines = [ln for ln in lines if not any(r and _inside(ln.bbox, r) for r in regions)]
             page_elements = _paragraphs(text_lines, page_no, body_size)
             for table in tables:
                 rows_text = "\n".join(" | ".join(c for c in row if c) for row in table.table.rows)

@@ -81,6 +81,7 @@ _UNAUDITED_RE = re.compile(r"^\(?unaudited\)?$", re.IGNORECASE)
 _PAGE_FURNITURE_RE = re.compile(r"^(?:table of contents|index|page \d+( of \d+)?|\d+|[a-z]-\d+)$", re.IGNORECASE)
 _BULLETS = {"•", "●", "◦", "▪", "■", "-", "–", "—", "*", "·", "o", "§"}
 _LEADER_RE = re.compile(r"[ .…·]{2,}$")
+_LEADER_DOTS_RE = re.compile(r"[.…·]{3,}$")
 _CONNECTOR_END_RE = re.compile(r"(?:,|\b(?:and|or|of|the|in|for|to|at|by|on|from|with|net|less|a|an))$", re.I)
 
 
@@ -151,14 +152,12 @@ class _Line:
     def text(self) -> str:
         return normalize_line(" ".join(w.text for w in self.words))
 
-    def n_values(self) -> int:
-        return sum(1 for c in self.cells if c.numeric)
-
 
 def _to_words(words: Sequence[Word]) -> list[_W]:
     out = []
     for i, w in enumerate(words):
-        text = normalize_line(str(w[4]))
+        # Leader dots ("Revenue ........ 1,234") are spacing: dropping them leaves the column gap they fill.
+        text = _LEADER_DOTS_RE.sub("", normalize_line(str(w[4])))
         if text:
             out.append(_W(float(w[0]), float(w[1]), float(w[2]), float(w[3]), text, i, _kind(text)))
     return out
@@ -232,7 +231,9 @@ def _cells_from_words(ws: list[_W], line_h: float) -> list[_Cell]:
     range_dash: str | None = None
     for k, w in enumerate(ws):
         superscript = (w.y1 - w.y0) < 0.7 * line_h
-        if w.kind == _TEXT:
+        # A dash between words is punctuation ("Other income (loss) — net"), not an empty value.
+        dash_in_text = w.kind == _DASH and 0 < k < len(ws) - 1 and ws[k - 1].kind == ws[k + 1].kind == _TEXT
+        if w.kind == _TEXT or dash_in_text:
             if prefix:  # a "$" before text: keep it in the text
                 text_run.extend(prefix)
                 prefix = []
@@ -300,6 +301,7 @@ def _analyze(line: _Line, text_left: float, text_right: float) -> None:
     wide = line.x1 - line.x0 >= 0.75 * text_width
     numeric = [c for c in line.cells if c.numeric]
     first_num = next((k for k, c in enumerate(line.cells) if c.numeric), len(line.cells))
+    trailing_text = [len(c.text.split()) for c in line.cells[first_num:] if not c.numeric]
     if n_label_words > 25 or (len(line.segments) == 1 and wide and len(line.words) >= 8):
         line.kind = _PROSE
     elif (
@@ -309,10 +311,11 @@ def _analyze(line: _Line, text_left: float, text_right: float) -> None:
     ):
         line.kind = _FURNITURE  # centred page number / "Page 12 of 15": ends a table, never part of one
     elif any(not c.numeric and len(c.text.split()) > 6 for c in line.cells) or (
-        sum(len(c.text.split()) for c in line.cells[first_num:] if not c.numeric) > 1
+        trailing_text and (sum(trailing_text) > 1 and (len(trailing_text) > 1 or not line.cells[-1].numeric))
     ):
         # "10.48   Letter, dated March 22, ..." (a numbered list) or "$0.69   in the current quarter compared to"
-        # (justified bullet text): financial rows do not continue with prose after their numbers.
+        # (justified bullet text): financial rows do not continue with prose after their numbers. One text column
+        # between numbers ("(226)   Net operating revenues   443") is fine.
         line.kind = _TEXTLINE
     elif sum(not c.numeric for c in line.cells) >= max(2, len(numeric)) or (
         numeric and all(_FOOTNOTE_REF_RE.match(c.text) for c in numeric) and len(numeric) < len(line.cells)
@@ -331,9 +334,11 @@ def _analyze(line: _Line, text_left: float, text_right: float) -> None:
 
 
 def page_may_have_table(words: Sequence[Word]) -> bool:
-    """Cheap pre-check: at least 3 lines carrying a number that stands apart from its left neighbour by a wide gap.
+    """Cheap pre-check (~0.2-0.5 ms): does the page have number columns worth running a table finder on?
 
-    Prose numbers ("$826 million", "2.9% at December 31") sit at normal word spacing, so prose-only pages fail.
+    True when at least 3 lines carry a number standing a column gap (one line height) away from its left
+    neighbour, or 2 lines carry two such numbers. Prose numbers ("$826 million", "2.9% at December 31") sit at
+    normal word spacing, so prose-only pages fail.
     """
     if len(words) < 6:
         return False
@@ -361,10 +366,10 @@ def _gapped_numbers(line: list[Word]) -> int:
     n = 0
     prev_x1 = float(line[0][2])
     for w in line[1:]:
-        kind = _kind(str(w[4]).strip())
-        if kind in (_CUR, _OPEN):  # "$ 3,117": the gap that matters is the one before the "$"
+        text = str(w[4]).strip()
+        if text in ("$", "(", "US$", "($"):  # "$ 3,117": the gap that matters is the one before the "$"
             continue
-        if float(w[0]) - prev_x1 >= h and kind == _NUM:
+        if float(w[0]) - prev_x1 >= h and _kind(text) == _NUM:  # regex only after the cheap gap test
             n += 1
         prev_x1 = float(w[2])
     return n
@@ -481,7 +486,6 @@ class _Col:
     x1: float
     fx0: float
     rows: set[int]
-    n_num: int = 0
 
 
 def _cluster_columns(lines: list[_Line], body: list[int]) -> list[_Col]:
@@ -502,7 +506,6 @@ def _cluster_columns(lines: list[_Line], body: list[int]) -> list[_Col]:
         else:
             best.x0, best.x1, best.fx0 = min(best.x0, cell.x0), max(best.x1, cell.x1), min(best.fx0, cell.fx0)
         best.rows.add(i)
-        best.n_num += cell.numeric
     cols.sort(key=lambda c: (c.x0 + c.x1) / 2)
     # Dashes centred in a right-aligned column can miss the numbers' extents; fold such stray clusters into a
     # close neighbour that never shares a row with them.
@@ -514,7 +517,6 @@ def _cluster_columns(lines: list[_Line], body: list[int]) -> list[_Col]:
             if close_by and not (prev.rows & col.rows):
                 prev.x0, prev.x1, prev.fx0 = min(prev.x0, col.x0), max(prev.x1, col.x1), min(prev.fx0, col.fx0)
                 prev.rows |= col.rows
-                prev.n_num += col.n_num
                 continue
         merged.append(col)
     return merged
@@ -764,7 +766,7 @@ def _build_table(lines: list[_Line], start: int, end: int, lh: float) -> Detecte
                 labels_above.append(i)
             else:
                 break
-        elif (ln.kind == _HEADER or in_zone) and gap <= 1.5 * lh and len(headers) < 5:
+        elif (ln.kind == _HEADER or in_zone) and gap <= 1.5 * lh and len(headers) < 8:
             headers.append(i)
         else:
             break
@@ -800,6 +802,10 @@ def _build_table(lines: list[_Line], start: int, end: int, lh: float) -> Detecte
                 per_col[cell.col] += 1
     wide_rows = [i for i in body if digits[i] >= 2]
     if not (max(per_col) >= 3 or len(wide_rows) >= 2):
+        return None
+    # Rows of a table carry labels; scattered unlabelled numbers are chart annotations (pie/bar labels).
+    numeric_rows = [i for i in body if digits[i]]
+    if 2 * sum(1 for i in numeric_rows if lines[i].label) < len(numeric_rows):
         return None
 
     label_left = min((lines[i].label[0].x0 for i in body if lines[i].label), default=0.0)

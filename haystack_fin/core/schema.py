@@ -61,6 +61,7 @@ N_PAGES = "n_pages"
 ITEMS = "items"
 N_CHUNKS_BY_MODALITY = "n_chunks_by_modality"
 ITEM_TERM_COUNTS = "item_term_counts"
+ITEM_TERM_TOTALS = "item_term_totals"
 
 # Key under which converters hand parsed layout elements to FilingSplitter (never stored in the index).
 ELEMENTS = "filing_elements"

@@ -11,9 +11,10 @@ Documents without SEC Items (earnings releases, exhibits filed alone) are split 
 """
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from haystack_fin.core.layout import Element
+from haystack_fin.core.page_cleanup import is_page_number
 from haystack_fin.core.text import squash
 
 
@@ -132,6 +133,13 @@ _PART_HEADING = re.compile(r"^\s*PART\s+(IV|I{1,3})\b(?:\s*[.:\-–—]?\s*)(.{0
 _TRAILING_PAGE = re.compile(r"(?:\s|\.{2,}|…)+(?:[A-Z]-)?\d{1,3}\s*$")
 _EXHIBIT_HEADING = re.compile(r"^\s*(?:EX(?:HIBIT)?[\s\-]*)(\d{1,3}(?:\.\d{1,2})?)\s*$", re.IGNORECASE)
 _MIN_TITLE_MATCH = 7
+# Many 10-Ks put the audited statements on F-pages after Item 15/16 and make Item 8 a one-line pointer to them.
+_STATEMENTS_START = re.compile(
+    r"^\s*(index to (the )?(consolidated )?financial statements|report of independent registered public accounting"
+    r" firm|consolidated (balance sheets?|statements? of (operations|income|earnings)))\b",
+    re.IGNORECASE,
+)
+_ITEM8_STUB_PAGES = 2
 
 
 def form_family(form: str) -> str:
@@ -161,7 +169,7 @@ class _Candidate:
     title_end: str  # text after the matched title, to spot TOC page numbers
     page: int
     quality: float = 1.0
-    words_after: int = field(default=0)
+    title_in_next: bool = False
 
 
 def _title_match(text: str, spec: ItemSpec) -> int:
@@ -198,45 +206,41 @@ def _candidates(elements: list[Element], catalog: tuple[ItemSpec, ...]) -> list[
         if not specs:
             continue
         rest = m.group("rest").strip()
-        source = rest
+        source, in_next = rest, False
         if len(squash(rest)) < 3 and i + 1 < len(elements) and elements[i + 1].kind == "text":
-            source = elements[i + 1].text  # "Item 7." on its own line, title on the next
+            source, in_next = elements[i + 1].text, True  # "Item 7." on its own line, title on the next
         scored = [(spec, _title_match(source, spec)) for spec in specs]
         spec, score = max(scored, key=lambda s: s[1])
         if score == 0:
             continue
         quality = 1.0 + 0.2 * (el.bold or el.is_heading) + 0.1 * (len(el.text.split()) <= 30)
-        found.append(_Candidate(i, spec, source, el.page, quality))
+        found.append(_Candidate(i, spec, source, el.page, quality, in_next))
     return found
 
 
+def _toc_like(c: _Candidate, elements: list[Element]) -> bool:
+    """A TOC line: its title is followed by a page number, in the same element or as the next element."""
+    if _TRAILING_PAGE.search(c.title_end) and len(c.title_end.split()) <= 25:
+        return True  # "Item 7. Management's Discussion ... 25"
+    after = c.index + (2 if c.title_in_next else 1)
+    return after < len(elements) and is_page_number(elements[after].text) and elements[after].kind == "text"
+
+
 def _reject_toc(candidates: list[_Candidate], elements: list[Element]) -> list[_Candidate]:
-    if not candidates:
-        return candidates
-    # Words of text between each candidate and the next one.
-    positions = [c.index for c in candidates] + [len(elements)]
-    for c, nxt in zip(candidates, positions[1:], strict=False):
-        c.words_after = sum(len(elements[j].text.split()) for j in range(c.index + 1, min(nxt, c.index + 40)))
+    """Drop TOC lines, and every candidate on a page where most candidates are TOC lines.
+
+    Short real sections ("Item 9B. Other Information" / "None.") sit several to a page too; what tells a TOC
+    apart is the page number after each title, not the amount of text between entries.
+    """
     by_page: dict[int, list[_Candidate]] = {}
     for c in candidates:
         by_page.setdefault(c.page, []).append(c)
-    toc_pages = set()
-    for page, cands in by_page.items():
-        if len(cands) >= 4:
-            gaps = sorted(c.words_after for c in cands)
-            if gaps[len(gaps) // 2] <= 12:
-                toc_pages.add(page)
-    kept = []
-    for c in candidates:
-        if c.page in toc_pages:
-            continue
-        if _TRAILING_PAGE.search(c.title_end) and len(c.title_end.split()) <= 25:
-            continue  # "Item 7. Management's Discussion ... 25"
-        nxt = elements[c.index + 1].text.strip() if c.index + 1 < len(elements) else ""
-        if nxt.isdigit() and c.words_after <= 3:
-            continue  # title, then a page number on its own line
-        kept.append(c)
-    return kept
+    toc_pages = {
+        page
+        for page, cands in by_page.items()
+        if len(cands) >= 3 and 2 * sum(_toc_like(c, elements) for c in cands) >= len(cands)
+    }
+    return [c for c in candidates if c.page not in toc_pages and not _toc_like(c, elements)]
 
 
 def _best_chain(candidates: list[_Candidate], catalog: tuple[ItemSpec, ...]) -> list[_Candidate]:
@@ -277,8 +281,9 @@ def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
     """Split ``elements`` into Item sections for a 10-K, 10-Q or 8-K.
 
     Text before the first Item is the "cover" section. For an 8-K, exhibits after the last Item that start with
-    an "Exhibit 99.1" heading become their own sections ("EX-99.1"). Returns [] when no Item is found or the
-    form has no Item catalog; callers then fall back to ``detect_heading_sections``.
+    an "Exhibit 99.1" heading become their own sections ("EX-99.1"). For a 10-K whose Item 8 is a short pointer
+    to F-pages placed after the last Item, those pages form a second Item "8" section. Returns [] when no Item
+    is found or the form has no Item catalog; callers then fall back to ``detect_heading_sections``.
     """
     family = form_family(form)
     if not family or not elements:
@@ -293,6 +298,16 @@ def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
         starts.append((0, COVER_CODE, COVER_TITLE, "", ""))
     for c, start in zip(chain, chain_starts, strict=True):
         starts.append((start, c.spec.code, c.spec.title, c.spec.part, elements[c.index].text[:200]))
+    item8 = next((c for c in chain if c.spec.code == "8"), None)
+    if family == "10-K" and item8 is not None and item8 is not chain[-1]:
+        stub_end = chain[chain.index(item8) + 1].index
+        stub_pages = elements[stub_end - 1].page - elements[item8.index].page + 1
+        if stub_pages <= _ITEM8_STUB_PAGES:
+            for i in range(chain[-1].index + 1, len(elements)):
+                el = elements[i]
+                if el.kind == "text" and len(el.text) <= 120 and _STATEMENTS_START.match(el.text):
+                    starts.append((i, "8", item8.spec.title, item8.spec.part, el.text))
+                    break
     if family == "8-K":
         for i in range(chain[-1].index + 1, len(elements)):
             el = elements[i]

@@ -1,0 +1,94 @@
+from pathlib import Path
+
+import pytest
+from haystack import Document
+
+from haystack_fin.components.filing_converter import FilingConverter
+from haystack_fin.components.filing_splitter import FilingSplitter
+from haystack_fin.core import schema
+
+
+@pytest.fixture(scope="module")
+def bestbuy_split():
+    fixture = Path(__file__).parents[1] / "fixtures" / "bestbuy-10q-2023-07-29.pdf"
+    filing = FilingConverter().run(sources=[fixture])["documents"]
+    return FilingSplitter().run(documents=filing)
+
+
+class TestFilingSplitter:
+    def test_init_validates(self):
+        with pytest.raises(ValueError, match="overlap_tokens"):
+            FilingSplitter(chunk_tokens=100, overlap_tokens=100)
+        with pytest.raises(ValueError, match="max_table_rows"):
+            FilingSplitter(max_table_rows=0)
+
+    def test_to_dict_from_dict(self):
+        splitter = FilingSplitter(chunk_tokens=150, overlap_tokens=10, max_table_rows=12, include_images=False)
+        restored = FilingSplitter.from_dict(splitter.to_dict())
+        assert (restored.chunk_tokens, restored.overlap_tokens, restored.max_table_rows) == (150, 10, 12)
+        assert restored.include_images is False
+
+    def test_every_chunk_has_full_provenance(self, bestbuy_split):
+        chunks = bestbuy_split["documents"]
+        assert len(chunks) > 100
+        for chunk in chunks:
+            assert set(schema.PROVENANCE_FIELDS) <= chunk.meta.keys()
+            assert chunk.meta[schema.NODE_TYPE] == "chunk"
+            assert chunk.meta[schema.FILING_ID] == "bestbuy-10q-2023-07-29"
+            assert chunk.meta[schema.FORM] == "10-Q" and chunk.meta[schema.PERIOD] == "FY2024 Q2"
+            assert all(1 <= p <= 30 for p in chunk.meta[schema.PAGE_NUMBERS]) and chunk.meta[schema.PAGE_NUMBERS]
+            assert chunk.meta[schema.SECTION_PATH][0].startswith(("Part", "Cover"))
+            is_table = chunk.meta[schema.MODALITY] == "table"
+            assert bool(chunk.meta[schema.TABLE_ID]) == is_table
+        assert len({c.id for c in chunks}) == len(chunks)
+
+    def test_tables_are_own_chunks_with_bounded_blocks(self, bestbuy_split):
+        tables = [c for c in bestbuy_split["documents"] if c.meta[schema.MODALITY] == "table"]
+        texts = [c for c in bestbuy_split["documents"] if c.meta[schema.MODALITY] == "text"]
+        for t in tables:
+            data_rows = [r for r in t.meta[schema.TABLE_JSON]["rows"]]
+            assert len(data_rows) <= 15
+        # the balance sheet (page 3) is a table chunk with parsed negative values elsewhere on page 4
+        balance = [t for t in tables if 3 in t.meta[schema.PAGE_NUMBERS]]
+        assert any("Cash and cash equivalents" in t.content for t in balance)
+        earnings = [t for t in tables if 4 in t.meta[schema.PAGE_NUMBERS]]
+        rows = [r for t in earnings for r in t.meta[schema.TABLE_JSON]["rows"]]
+        restructuring = next(r for r in rows if r["label"] == "Restructuring charges")
+        assert restructuring["values"][1:] == [-7.0, 34.0, -16.0, 35.0]
+        # no table row leaks into running text
+        for text in texts:
+            assert "Cash and cash equivalents 1,093" not in text.content
+            assert "| --- |" not in text.content
+
+    def test_items_and_page_ranges_in_filing_node(self, bestbuy_split):
+        node = bestbuy_split["filing_nodes"][0]
+        assert node.meta[schema.NODE_TYPE] == "filing"
+        items = {it["item"]: (it["start_page"], it["end_page"]) for it in node.meta[schema.ITEMS]}
+        assert items["I-1"][0] == 3 and items["I-2"][0] == 14 and items["I-3"][0] == 24 and items["II-1"][0] == 24
+        assert sum(it["n_chunks"] for it in node.meta[schema.ITEMS]) == len(bestbuy_split["documents"])
+        assert node.meta[schema.ITEM_TERM_COUNTS]["I-1"]  # lexicon statistics for FLAM
+        assert node.meta[schema.N_CHUNKS_BY_MODALITY]["table"] > 20
+
+    def test_running_headers_removed(self, bestbuy_split):
+        for chunk in bestbuy_split["documents"]:
+            assert not chunk.content.startswith("Table of Contents")
+
+    def test_deterministic_ids_and_run(self, fixtures):
+        filing = FilingConverter().run(sources=[fixtures / "pepsico-8k-2023-05-05.pdf"])["documents"]
+        first = FilingSplitter().run(documents=filing)
+        second = FilingSplitter().run(documents=filing)
+        assert [d.id for d in first["documents"]] == [d.id for d in second["documents"]]
+        assert first["documents"][0].meta[schema.INDEX_RUN] == second["documents"][0].meta[schema.INDEX_RUN]
+        other = FilingSplitter(chunk_tokens=120).run(documents=filing)
+        assert other["documents"][0].meta[schema.INDEX_RUN] != first["documents"][0].meta[schema.INDEX_RUN]
+
+    def test_plain_text_document_from_another_converter(self):
+        content = (
+            "FORM 8-K\nACME CORP\f"
+            + "ITEM 2.02 RESULTS OF OPERATIONS AND FINANCIAL CONDITION\n"
+            + ("Revenue grew strongly in the quarter. " * 20)
+        )
+        doc = Document(content=content, meta={"company": "Acme", "form": "8-K", "period": "2024-01-01"})
+        result = FilingSplitter().run(documents=[doc])
+        assert {c.meta["item"] for c in result["documents"]} == {"cover", "2.02"}
+        assert result["documents"][-1].meta[schema.PAGE_NUMBERS] == [2]

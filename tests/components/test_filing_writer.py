@@ -1,0 +1,44 @@
+import pytest
+from haystack import Document
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.document_stores.types import DuplicatePolicy
+
+from haystack_fin.components.filing_writer import FilingWriter
+
+
+def _nodes(run: str, n: int, filing: str = "acme-10k") -> tuple[list[Document], list[Document]]:
+    chunks = [
+        Document(id=f"{filing}#chunk-{i:05d}", content=f"chunk {i} {run}", meta={"filing_id": filing, "index_run": run})
+        for i in range(n)
+    ]
+    node = Document(id=f"{filing}#filing", content="profile", meta={"filing_id": filing, "index_run": run})
+    return chunks, [node]
+
+
+class TestFilingWriter:
+    def test_reindex_replaces_and_removes_stale(self):
+        store = InMemoryDocumentStore()
+        writer = FilingWriter(document_store=store)
+        writer.run(*_nodes("run1", 5))
+        writer.run(*_nodes("other", 3, filing="beta-10q"))
+        assert store.count_documents() == 6 + 4
+        again = writer.run(*_nodes("run1", 5))  # same filing, same run: count unchanged
+        assert again["stale_deleted"] == 0 and store.count_documents() == 10
+        shorter = writer.run(*_nodes("run2", 3))  # changed filing: fewer chunks, stale ones deleted
+        assert shorter["stale_deleted"] == 2
+        ids = {d.id for d in store.filter_documents()}
+        assert "acme-10k#chunk-00004" not in ids and "beta-10q#chunk-00002" in ids
+        assert store.count_documents() == 4 + 4
+
+    def test_rejects_nodes_without_run(self):
+        writer = FilingWriter(document_store=InMemoryDocumentStore())
+        with pytest.raises(ValueError, match="index_run"):
+            writer.run([Document(content="x", meta={"filing_id": "a"})])
+
+    def test_to_dict_from_dict(self):
+        writer = FilingWriter(document_store=InMemoryDocumentStore(), policy=DuplicatePolicy.OVERWRITE)
+        data = writer.to_dict()
+        assert data["init_parameters"]["policy"] == "OVERWRITE"
+        restored = FilingWriter.from_dict(data)
+        assert isinstance(restored.document_store, InMemoryDocumentStore)
+        assert restored.policy == DuplicatePolicy.OVERWRITE

@@ -1,0 +1,99 @@
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from haystack import Pipeline
+from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+from haystack_fin.cli import filing_profiles, main
+from haystack_fin.pipeline_loader import ALLOWED_MODULES, load_pipeline, pipeline_dict, pipelines_dir
+
+INDEXING_YAML = pipelines_dir() / "indexing.yaml"
+
+
+def test_yaml_loads_with_pipeline_load_and_round_trips():
+    with open(INDEXING_YAML) as fp:
+        pipe = Pipeline.load(fp, allowed_modules=ALLOWED_MODULES)
+    assert set(pipe.to_dict()["components"]) == {"converter", "splitter", "embedder", "writer"}
+    again = Pipeline.loads(pipe.dumps(), allowed_modules=ALLOWED_MODULES).to_dict()
+    assert again["components"] == pipe.to_dict()["components"]
+    as_set = lambda d: {(c["sender"], c["receiver"]) for c in d["connections"]}  # noqa: E731
+    assert as_set(again) == as_set(pipe.to_dict())
+
+
+def test_store_override_path_and_url(tmp_path):
+    local = pipeline_dict("indexing", store_path=str(tmp_path / "idx"))
+    store = local["components"]["writer"]["init_parameters"]["document_store"]["init_parameters"]
+    assert store["path"] == str((tmp_path / "idx").resolve()) and "url" not in store
+    server = pipeline_dict("indexing", qdrant_url="http://qdrant:6333")
+    store = server["components"]["writer"]["init_parameters"]["document_store"]["init_parameters"]
+    assert store["url"] == "http://qdrant:6333" and "path" not in store
+    assert store["recreate_index"] is False
+
+
+def _store(path: Path) -> QdrantDocumentStore:
+    return QdrantDocumentStore(path=str(path), index="haystack_fin", embedding_dim=384, progress_bar=False)
+
+
+@pytest.mark.integration
+def test_index_twice_same_count_and_bad_files_reported(tmp_path, fixtures, capsys):
+    store_dir = tmp_path / "idx"
+    filing = fixtures / "pepsico-8k-2023-05-05.pdf"
+    assert main(["index", str(filing), "--store", str(store_dir), "-q"]) == 0
+    store = _store(store_dir)
+    first = store.count_documents()
+    store.close()
+    assert main(["index", str(filing), "--store", str(store_dir), "-q"]) == 0
+    store = _store(store_dir)
+    assert store.count_documents() == first
+    store.close()
+
+    bad = tmp_path / "fake.pdf"
+    bad.write_text("not a pdf")
+    copy = tmp_path / "copy.pdf"
+    shutil.copy(fixtures / "bestbuy-10q-2023-07-29.pdf", copy)
+    capsys.readouterr()
+    assert main(["index", str(bad), str(copy), "--store", str(store_dir), "-q"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {bad}: not a readable PDF (Failed to open stream)"]
+    # the store is still usable and holds both good filings
+    assert main(["inspect", "--store", str(store_dir), "--json"]) == 0
+    profiles = json.loads(capsys.readouterr().out)
+    assert [p["filing_id"] for p in profiles] == ["copy", "pepsico-8k-2023-05-05"]
+    assert profiles[0]["form"] == "10-Q"
+    assert [it["item"] for it in profiles[0]["items"]][:3] == ["cover", "I-1", "I-2"]
+    assert set(profiles[0]) == {
+        "filing_id",
+        "company",
+        "form",
+        "period",
+        "source_path",
+        "n_pages",
+        "n_chunks_by_modality",
+        "items",
+    }
+
+
+@pytest.mark.integration
+def test_full_10k_end_to_end(tmp_path, fixtures):
+    store_dir = tmp_path / "idx"
+    pipe = load_pipeline("indexing", store_path=str(store_dir))
+    result = pipe.run({"converter": {"sources": [str(fixtures / "netflix-10k-2015.pdf")]}})
+    pipe.close()
+    assert result["converter"]["failures"] == []
+    written = result["writer"]["documents_written"]
+    store = _store(store_dir)
+    try:
+        assert store.count_documents() == written
+        (profile,) = filing_profiles(store)
+        starts = {it["item"]: it["start_page"] for it in profile["items"]}
+        # start pages checked by hand against the PDF's headings
+        assert starts["1"] == 3 and starts["1A"] == 5 and starts["7"] == 19 and starts["7A"] == 31
+        assert profile["n_pages"] == 72 and profile["company"] == "Netflix, Inc." and profile["period"] == "FY2015"
+        chunks = store.filter_documents({"field": "meta.node_type", "operator": "==", "value": "chunk"})
+        assert len(chunks) == written - 1
+        risk = [c for c in chunks if c.meta["item"] == "1A"]
+        assert risk and all(5 <= p <= 13 for c in risk for p in c.meta["page_numbers"])
+    finally:
+        store.close()
