@@ -1,4 +1,4 @@
-"""haystack-fin command line: index, inspect, ask."""
+"""haystack-fin command line: index, inspect, ask, eval."""
 
 import argparse
 import json
@@ -145,49 +145,127 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_ask(args: argparse.Namespace) -> int:
-    from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
+def _ollama_reachable(url: str, timeout: float = 1.5) -> bool:
+    import urllib.request
 
-    from haystack_fin.components.text_embedder import FinTextEmbedder
-
-    store = _store_from_args(args)
-    conditions = [{"field": "meta.node_type", "operator": "==", "value": "chunk"}]
-    if args.filing:
-        conditions.append({"field": "meta.filing_id", "operator": "==", "value": args.filing})
-    embedder = FinTextEmbedder(model=args.model)
-    embedder.warm_up()
-    retriever = QdrantEmbeddingRetriever(document_store=store, top_k=args.k)
     try:
-        embedding = embedder.run(args.question)["embedding"]
-        docs = retriever.run(query_embedding=embedding, filters={"operator": "AND", "conditions": conditions})[
-            "documents"
-        ]
+        with urllib.request.urlopen(f"{url.rstrip('/')}/api/tags", timeout=timeout) as response:
+            return response.status == 200
+    except Exception:
+        return False
+
+
+def _passage(doc: Any) -> dict[str, Any]:
+    m = doc.meta
+    return {
+        "text": doc.content,
+        "filing_id": m.get("filing_id"),
+        "company": m.get("company"),
+        "period": m.get("period"),
+        "item": m.get("item"),
+        "pages": m.get("page_numbers"),
+        "modality": m.get("modality"),
+        "score": doc.score,
+    }
+
+
+def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Run pipelines/query.yaml (without generation when Ollama is not reachable) and collect the trace."""
+    from haystack_fin.pipeline_loader import load_pipeline, pipeline_dict, strip_generation
+
+    data = pipeline_dict("query", args.store, args.qdrant_url, args.index)
+    llm_url = data["components"].get("llm", {}).get("init_parameters", {}).get("url", "http://localhost:11434")
+    generate = not args.no_llm and _ollama_reachable(llm_url)
+    pipe = load_pipeline(
+        "query", args.store, args.qdrant_url, args.index, transform=None if generate else strip_generation
+    )
+    for name in ("router", "retriever", "ranker"):
+        pipe.get_component(name).top_k = args.k
+    inputs: dict[str, Any] = {
+        "embedder": {"text": question},
+        "scope": {"query": question, "filing_ids": [args.filing] if args.filing else None},
+        "router": {"query": question},
+        "retriever": {"query": question},
+        "ranker": {"query": question},
+    }
+    if generate:
+        inputs.update({"prompt_builder": {"query": question}, "answer_builder": {"query": question}})
+    try:
+        result = pipe.run(inputs, include_outputs_from={"scope", "router", "retriever", "ranker"})
     finally:
-        store.close()
-    passages = [
-        {
-            "text": d.content,
-            "filing_id": d.meta.get("filing_id"),
-            "company": d.meta.get("company"),
-            "period": d.meta.get("period"),
-            "item": d.meta.get("item"),
-            "pages": d.meta.get("page_numbers"),
-            "modality": d.meta.get("modality"),
-            "score": d.score,
-        }
-        for d in docs
-    ]
+        from haystack_fin.store_registry import release_store
+
+        release_store(pipe.get_component("retriever").document_store)
+    answer = None
+    if generate and result.get("answer_builder", {}).get("answers"):
+        answer = result["answer_builder"]["answers"][0].data
+    return {
+        "answer": answer,
+        "passages": [_passage(d) for d in result["ranker"]["documents"]],
+        "trace": {
+            "generation": "ollama" if generate else f"skipped: Ollama not reachable at {llm_url}",
+            "scope": result["scope"]["scope"],
+            "routing": result["router"]["routing"],
+            "retrieval": result["retriever"]["trace"],
+            "rerank": result["ranker"]["trace"],
+            "tree_paths": {d.id: d.meta.get("retrieval", {}).get("tree_paths") for d in result["ranker"]["documents"]},
+        },
+    }
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    out = ask(args.question, args)
     if args.json:
-        print(json.dumps({"answer": None, "passages": passages, "trace": {"retriever": "dense"}}, indent=2))
+        print(json.dumps(out, indent=2, default=str))
         return 0
-    print("Answer generation is not wired yet in this version: showing the cited passages.")
-    for n, p in enumerate(passages, 1):
-        pages = ", ".join(str(x) for x in p["pages"] or [])
+    if out["answer"] is None:
+        print(f"Answer generation {out['trace']['generation']}; showing the cited passages.")
+    else:
+        print(out["answer"])
+    if args.explain:
+        scope, routing = out["trace"]["scope"], out["trace"]["routing"]
+        print("\nScope:", json.dumps(scope, default=str)[:1500])
         print(
-            f"\n[{n}] {p['company']} {p['filing_id']} Item {p['item']} p. {pages} ({p['modality']}, {p['score']:.3f})"
+            "Routing:",
+            json.dumps({k: routing.get(k) for k in ("terms", "budgets", "item_weights")}, default=str)[:1500],
         )
+    for n, p in enumerate(out["passages"], 1):
+        pages = ", ".join(str(x) for x in p["pages"] or [])
+        print(f"\n[{n}] {p['company']} {p['period']} ({p['filing_id']}) Item {p['item']}, p. {pages} [{p['modality']}]")
         text = " ".join((p["text"] or "").split())
         print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from haystack_fin.evaluation_runner import run_financebench
+
+    ks = tuple(int(k) for k in args.k.split(","))
+    store = args.store
+    if store is None and args.qdrant_url is None:
+        import tempfile
+
+        store = tempfile.mkdtemp(prefix="haystack-fin-eval-")
+    result = run_financebench(
+        args.questions,
+        args.pdfs,
+        args.setting,
+        store,
+        args.qdrant_url,
+        ks=ks,
+        ablate=args.ablate,
+        baseline=args.baseline,
+        quiet=args.quiet,
+    )
+    Path(args.out).write_text(json.dumps(result, indent=2))
+    overall = result["overall"]
+    line = ", ".join(f"{m} {overall[m]:.3f}" for m in ("page_hit@5", "evidence_recall_bigram@5", "mrr") if m in overall)
+    print(f"haystack-fin ({args.setting}): {line}, context_words@5 {overall.get('context_words@5', 0):.0f}")
+    if "baseline" in result:
+        b = result["baseline"]["overall"]
+        line = ", ".join(f"{m} {b[m]:.3f}" for m in ("page_hit@5", "evidence_recall_bigram@5", "mrr") if m in b)
+        print(f"plain Haystack: {line}, context_words@5 {b.get('context_words@5', 0):.0f}")
+    print(f"wrote {args.out}")
     return 0
 
 
@@ -216,14 +294,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the JSON contract")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("ask", help="ask a question; prints cited passages")
+    p = sub.add_parser("ask", help="ask a question: cited answer (Ollama) or cited passages")
     p.add_argument("question")
     _add_store_args(p)
-    p.add_argument("--filing", default=None, help="restrict to this filing id")
+    p.add_argument("--filing", default=None, help="restrict to this filing id (skips automatic scoping)")
     p.add_argument("-k", type=int, default=5, help="passages to return")
-    p.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model (must match the index)")
+    p.add_argument("--explain", action="store_true", help="show scope, Item routing and tree paths")
+    p.add_argument("--no-llm", action="store_true", help="do not call the generator even if Ollama is up")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("eval", help="benchmarks")
+    bench = p.add_subparsers(dest="benchmark", required=True)
+    p = bench.add_parser("financebench", help="FinanceBench-format retrieval benchmark (docs/evaluation.md)")
+    p.add_argument("--questions", required=True, help="FinanceBench-format JSONL")
+    p.add_argument("--pdfs", required=True, help="folder with DOC_NAME.pdf for every question's doc_name")
+    p.add_argument("--setting", choices=["single", "shared"], default="single")
+    p.add_argument("--k", default="1,3,5,10", help="comma-separated cut-offs")
+    p.add_argument("--ablate", action="append", default=[], help="summary_tree|question_tree|flam|reranker|scope")
+    p.add_argument("--baseline", action="store_true", help="also run plain Haystack dense retrieval")
+    p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
+    p.add_argument("--qdrant-url", default=None)
+    p.add_argument("--out", required=True, help="result JSON")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_eval)
     return parser
 
 

@@ -6,6 +6,7 @@ The YAML files in ``pipelines/`` are plain Haystack YAML (``Pipeline.load`` work
 """
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +68,34 @@ def pipeline_dict(
     return data
 
 
+GENERATION_COMPONENTS = ("prompt_builder", "llm", "answer_builder")
+
+
+def strip_generation(data: dict[str, Any]) -> dict[str, Any]:
+    """The query pipeline without its prompt, LLM and answer components: retrieval only (no Ollama needed)."""
+    return drop_components(data, GENERATION_COMPONENTS)
+
+
+def drop_components(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """Remove components and every connection that touches them from a pipeline dict."""
+    data = dict(data)
+    data["components"] = {k: v for k, v in data["components"].items() if k not in names}
+    data["connections"] = [
+        c
+        for c in data.get("connections", [])
+        if c["sender"].split(".")[0] not in names and c["receiver"].split(".")[0] not in names
+    ]
+    return data
+
+
 def load_pipeline(
-    name_or_path: str, store_path: str | None = None, qdrant_url: str | None = None, index: str | None = None
+    name_or_path: str,
+    store_path: str | None = None,
+    qdrant_url: str | None = None,
+    index: str | None = None,
+    transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Pipeline:
-    """Load a shipped pipeline ("indexing", "query") or a YAML file, with the store location overridden."""
-    return Pipeline.from_dict(
-        pipeline_dict(name_or_path, store_path, qdrant_url, index), allowed_modules=ALLOWED_MODULES
-    )
+    """Load a shipped pipeline ("indexing", "query") or a YAML file, with the store location overridden and an
+    optional ``transform`` of its dict form (e.g. ``strip_generation``)."""
+    data = pipeline_dict(name_or_path, store_path, qdrant_url, index)
+    return Pipeline.from_dict(transform(data) if transform else data, allowed_modules=ALLOWED_MODULES)

@@ -1,0 +1,148 @@
+"""Indexing speed: haystack-fin vs plain Haystack, same process, same embedder, same filings.
+
+plain Haystack: PyMuPDF page text -> DocumentSplitter(word, 200, overlap 20) -> SentenceTransformersDocumentEmbedder
+                -> InMemoryDocumentStore (what a Haystack user builds by default)
+haystack-fin:   the shipped pipelines/indexing.yaml (FilingConverter -> FilingSplitter -> FinDocumentEmbedder ->
+                FilingWriter into an embedded Qdrant folder), optionally followed by the TreeBuilder (--trees)
+
+The two systems alternate filing by filing so that background load on a shared machine hits both alike; the
+ratio is the number to read, absolute ms/page are noisy here.
+
+    python benchmarks/bench_indexing.py --pdfs ../shared/data/financebench-dev/pdfs [--limit N] [--out R.json]
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pymupdf  # noqa: E402
+from haystack import Document, Pipeline  # noqa: E402
+from haystack.components.preprocessors import DocumentSplitter  # noqa: E402
+from haystack.components.writers import DocumentWriter  # noqa: E402
+from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: E402
+from haystack_integrations.components.embedders.sentence_transformers import (  # noqa: E402
+    SentenceTransformersDocumentEmbedder,
+)
+
+from haystack_fin.core.models import DEFAULT_EMBEDDER, resolve_model  # noqa: E402
+from haystack_fin.pipeline_loader import load_pipeline  # noqa: E402
+
+logger = logging.getLogger("bench_indexing")
+
+
+def plain_pipeline(model: str) -> tuple[Pipeline, InMemoryDocumentStore]:
+    store = InMemoryDocumentStore()
+    pipe = Pipeline()
+    pipe.add_component("splitter", DocumentSplitter(split_by="word", split_length=200, split_overlap=20))
+    pipe.add_component(
+        "embedder",
+        SentenceTransformersDocumentEmbedder(model=resolve_model(model), local_files_only=True, progress_bar=False),
+    )
+    pipe.add_component("writer", DocumentWriter(document_store=store))
+    pipe.connect("splitter.documents", "embedder.documents")
+    pipe.connect("embedder.documents", "writer.documents")
+    return pipe, store
+
+
+def plain_index(pipe: Pipeline, pdf: Path) -> int:
+    with pymupdf.open(pdf) as doc:
+        pages = [Document(content=page.get_text(), meta={"file": pdf.stem, "page": i + 1}) for i, page in enumerate(doc)]
+    return pipe.run({"splitter": {"documents": pages}})["writer"]["documents_written"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pdfs", default="../shared/data/financebench-dev/pdfs", help="folder of filing PDFs")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N PDFs (sorted by name)")
+    parser.add_argument("--model", default=DEFAULT_EMBEDDER)
+    parser.add_argument("--trees", action="store_true", help="also build summary/question trees (issue 3 budget)")
+    parser.add_argument("--out", default=None, help="write the result JSON here")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    pdfs = sorted(Path(args.pdfs).glob("*.pdf"))[: args.limit or None]
+    if not pdfs:
+        print(f"no PDFs in {args.pdfs}", file=sys.stderr)
+        return 2
+    plain, _ = plain_pipeline(args.model)
+    plain.warm_up()
+    with tempfile.TemporaryDirectory() as tmp:
+        fin = load_pipeline("indexing", store_path=str(Path(tmp) / "idx"))
+        fin.warm_up()
+        tree_builder = None
+        if args.trees:
+            from haystack_fin.components.tree_builder import TreeBuilder
+
+            tree_builder = TreeBuilder()
+            tree_builder.warm_up()
+        # Warm both embedders once on a tiny input so model loading is not billed to the first filing.
+        plain.run({"splitter": {"documents": [Document(content="warm up")]}})
+        rows = []
+        totals = {"pages": 0, "plain_s": 0.0, "fin_s": 0.0, "plain_chunks": 0, "fin_nodes": 0}
+        for pdf in pdfs:
+            with pymupdf.open(pdf) as doc:
+                n_pages = doc.page_count
+            t0 = time.perf_counter()
+            n_plain = plain_index(plain, pdf)
+            t1 = time.perf_counter()
+            result = fin.run(
+                {"converter": {"sources": [str(pdf)]}},
+                include_outputs_from={"embedder", "splitter"} if tree_builder else None,
+            )
+            n_fin = result["writer"]["documents_written"]
+            if tree_builder is not None:
+                built = tree_builder.run(documents=result["embedder"]["documents"])
+                n_fin += built["n_tree_nodes"]
+            t2 = time.perf_counter()
+            rows.append(
+                {
+                    "filing": pdf.stem,
+                    "pages": n_pages,
+                    "plain_ms_per_page": 1000 * (t1 - t0) / n_pages,
+                    "fin_ms_per_page": 1000 * (t2 - t1) / n_pages,
+                    "plain_chunks": n_plain,
+                    "fin_nodes": n_fin,
+                }
+            )
+            totals["pages"] += n_pages
+            totals["plain_s"] += t1 - t0
+            totals["fin_s"] += t2 - t1
+            totals["plain_chunks"] += n_plain
+            totals["fin_nodes"] += n_fin
+            logger.info(
+                "%-40s %4d pages  plain %6.1f ms/page  haystack-fin %6.1f ms/page",
+                pdf.stem,
+                n_pages,
+                rows[-1]["plain_ms_per_page"],
+                rows[-1]["fin_ms_per_page"],
+            )
+        fin.close()
+    plain_ms = 1000 * totals["plain_s"] / totals["pages"]
+    fin_ms = 1000 * totals["fin_s"] / totals["pages"]
+    summary = {
+        "pages": totals["pages"],
+        "filings": len(pdfs),
+        "plain_ms_per_page": round(plain_ms, 1),
+        "fin_ms_per_page": round(fin_ms, 1),
+        "ratio": round(fin_ms / plain_ms, 3),
+        "plain_chunks": totals["plain_chunks"],
+        "fin_nodes": totals["fin_nodes"],
+        "trees": args.trees,
+    }
+    print(json.dumps(summary, indent=2))
+    if args.out:
+        Path(args.out).write_text(json.dumps({"summary": summary, "filings": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

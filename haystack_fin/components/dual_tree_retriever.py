@@ -1,0 +1,423 @@
+import logging
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Any
+
+from haystack import Document, component
+from haystack.document_stores.types import DocumentStore
+from haystack.utils.filters import document_matches_filter
+
+from haystack_fin.core import schema
+from haystack_fin.core.schema import NodeType
+from haystack_fin.core.tree_search import (
+    IndexNode,
+    ItemSearchResult,
+    ItemTree,
+    beam_search,
+    build_item_trees,
+    flat_search,
+    n_candidates_for,
+)
+from haystack_fin.store_registry import shared_store
+
+logger = logging.getLogger(__name__)
+
+_FILING_FIELD = f"meta.{schema.FILING_ID}"
+# FilingSplitter names the filing node f"{filing_id}#filing"; fetching it by id is a point lookup, not a scan.
+_FILING_NODE_SUFFIX = "#filing"
+_TREE_NODE_TYPES = (NodeType.SUMMARY.value, NodeType.QUESTION.value)
+
+
+@dataclass
+class _CachedFiling:
+    """One filing's searchable state: its Item trees and its chunk Documents (without vectors, which live in the
+    trees' numpy matrices; 384 Python floats per chunk would cost ~12 KB each)."""
+
+    filing_id: str
+    index_run: str | None
+    trees: dict[str, ItemTree]
+    chunks: dict[str, Document]
+
+
+def _item_key(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _index_node(doc: Document) -> IndexNode:
+    meta = doc.meta
+    level = meta.get(schema.TREE_LEVEL)
+    return IndexNode(
+        node_id=doc.id,
+        # Documents without node_type come from a plain Haystack index: treat them as chunks.
+        node_type=str(meta.get(schema.NODE_TYPE) or NodeType.CHUNK.value),
+        item=_item_key(meta.get(schema.ITEM)),
+        text=doc.content or "",
+        level=int(level) if level is not None else None,
+        parent_id=meta.get(schema.TREE_PARENT_ID),
+        children_ids=tuple(meta.get(schema.TREE_CHILDREN_IDS) or ()),
+        embedding=doc.embedding or None,  # Qdrant returns {} for a point stored without a vector
+    )
+
+
+def _filing_ids_in_filter(filters: dict[str, Any]) -> list[str] | None:
+    """Filing ids named by a ``meta.filing_id`` ==/in condition, at the top or inside a top-level AND."""
+    conditions = [filters]
+    if filters.get("operator") == "AND" and "conditions" in filters:
+        conditions = list(filters["conditions"])
+    for cond in conditions:
+        if cond.get("field") == _FILING_FIELD and cond.get("operator") in ("==", "in"):
+            value = cond.get("value")
+            return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return None
+
+
+def _is_only_filing_filter(filters: dict[str, Any]) -> bool:
+    return filters.get("field") == _FILING_FIELD and filters.get("operator") in ("==", "in")
+
+
+@component
+class DualTreeRetriever:
+    """Retrieves candidate chunks per SEC Item by beam search down the Item's summary tree (BM25) and question tree
+    (dense cosine), pooling the leaves both trees reach (FinGEAR's dual-tree retrieval).
+
+    Expects an index written by the haystack-fin indexing pipeline: ``chunk`` nodes with embeddings and meta
+    ``filing_id``/``item``, and per (filing, Item) ``summary`` and ``question`` nodes carrying ``__level``,
+    ``__parent_id`` and ``__children_ids`` (question nodes embedded). Items without tree nodes are searched flat
+    (BM25 + dense over their chunks). Leaves are ranked by reciprocal-rank fusion of BM25 and cosine, scaled so a
+    chunk first in both rankings scores 1.0.
+
+    Per query it works on the filings named by ``budgets`` (FlamRouter output) or by ``filters``. Each filing's
+    nodes are fetched once with ``filter_documents`` and kept, as in-memory trees, in an LRU cache of
+    ``cache_size`` filings; a cached filing is reloaded when its ``filing`` node reports a new ``index_run``
+    (checked with ``get_documents_by_id`` when the store has it, or from an ``index_run`` key in the budget).
+    The first query on a filing pays its fetch (about 1.5 s for one filing of a 40k-node embedded Qdrant, which
+    scans in Python); ``preload()`` moves that cost to start-up.
+    Works with any Haystack document store that returns embeddings from ``filter_documents``: ``QdrantDocumentStore``
+    needs ``return_embedding=True``; ``InMemoryDocumentStore`` always does.
+
+    Every returned Document is a copy of a chunk (with its vector, unit-normalized) with ``score`` (fused) and meta
+    ``retrieval`` = ``{"bm25", "dense", "trees", "tree_paths", "mode"}`` (tree paths are node ids from a root to
+    the chunk) and ``budget_k`` (the Item's budget). The retriever returns max(``candidates_per_item``, 3 * k)
+    candidates per Item for a downstream ranker to cut to k; the ``trace`` output records what each tree visited
+    per level.
+
+    Usage example:
+    ```python
+    from haystack import Pipeline
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+    from haystack_fin.components.dual_tree_retriever import DualTreeRetriever
+    from haystack_fin.components.text_embedder import FinTextEmbedder
+
+    store = QdrantDocumentStore(path="./fin-index", index="haystack_fin", embedding_dim=384, return_embedding=True)
+    pipe = Pipeline()
+    pipe.add_component("embedder", FinTextEmbedder())
+    pipe.add_component("retriever", DualTreeRetriever(document_store=store, beam_width=3))
+    pipe.connect("embedder.embedding", "retriever.query_embedding")
+    question = "What was 3M's FY2018 capital expenditure?"
+    result = pipe.run({
+        "embedder": {"text": question},
+        "retriever": {"query": question, "budgets": [{"filing_id": "3M_2018_10K", "item": "7", "k": 5, "weight": 1.0}]},
+    })
+    for doc in result["retriever"]["documents"]:
+        print(doc.score, doc.meta["item"], doc.meta["page_numbers"], doc.meta["retrieval"]["tree_paths"])
+    ```
+    """
+
+    def __init__(
+        self,
+        document_store: DocumentStore,
+        beam_width: int = 3,
+        top_k: int = 5,
+        candidates_per_item: int = 10,
+        use_summary_tree: bool = True,
+        use_question_tree: bool = True,
+        cache_size: int = 64,
+    ) -> None:
+        """
+        :param document_store: the haystack-fin index (chunks, summary, question and filing nodes in one store).
+        :param beam_width: tree nodes kept per level in each tree (FinGEAR uses 3).
+        :param top_k: per-Item budget k when ``run`` gets no ``budgets`` (and for budget entries without ``k``).
+        :param candidates_per_item: minimum candidates per Item; an Item with budget k gets max(this, 3 * k).
+        :param use_summary_tree: let the BM25 walk of the summary tree guide retrieval (ablation switch).
+        :param use_question_tree: let the dense walk of the question tree guide retrieval (ablation switch). With
+            both switches off every Item is searched flat.
+        :param cache_size: filings whose trees are kept in memory (LRU).
+        """
+        for name, value in (
+            ("beam_width", beam_width),
+            ("top_k", top_k),
+            ("candidates_per_item", candidates_per_item),
+            ("cache_size", cache_size),
+        ):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.document_store = document_store
+        self.beam_width = beam_width
+        self.top_k = top_k
+        self.candidates_per_item = candidates_per_item
+        self.use_summary_tree = use_summary_tree
+        self.use_question_tree = use_question_tree
+        self.cache_size = cache_size
+        self._store: Any = None
+        self._cache: OrderedDict[str, _CachedFiling] = OrderedDict()
+        self._lock = threading.RLock()
+
+    def warm_up(self) -> None:
+        """Bind the process-wide store instance (one embedded Qdrant client per folder); idempotent."""
+        if self._store is not None:
+            return
+        store = shared_store(self.document_store)
+        if getattr(store, "return_embedding", True) is False:
+            raise ValueError(
+                f"{type(store).__name__} is configured with return_embedding=False, but DualTreeRetriever scores "
+                "chunks by their vectors: create the store with return_embedding=True"
+            )
+        self._store = store
+
+    def clear_cache(self) -> None:
+        """Forget all cached filings (e.g. after re-indexing into a store without ``get_documents_by_id``)."""
+        with self._lock:
+            self._cache.clear()
+
+    # -- loading --------------------------------------------------------------------------------------------------
+    def _current_runs(self, filing_ids: list[str], hints: dict[str, str]) -> dict[str, str]:
+        """index_run of each cached filing as the store has it now; filings that cannot be checked are left out."""
+        runs = {fid: hints[fid] for fid in filing_ids if fid in hints}
+        to_probe = [fid for fid in filing_ids if fid not in runs]
+        if to_probe and hasattr(self._store, "get_documents_by_id"):
+            nodes = self._store.get_documents_by_id([f"{fid}{_FILING_NODE_SUFFIX}" for fid in to_probe])
+            for node in nodes:
+                fid, run = node.meta.get(schema.FILING_ID), node.meta.get(schema.INDEX_RUN)
+                if fid is not None and run is not None:
+                    runs[str(fid)] = str(run)
+        return runs
+
+    def _build(self, filing_id: str, docs: list[Document]) -> _CachedFiling:
+        index_run = None
+        chunks: dict[str, Document] = {}
+        nodes: list[IndexNode] = []
+        missing = 0
+        for doc in docs:
+            node_type = doc.meta.get(schema.NODE_TYPE) or NodeType.CHUNK.value
+            if node_type == NodeType.FILING:
+                index_run = doc.meta.get(schema.INDEX_RUN)
+                continue
+            if node_type == NodeType.CHUNK:
+                if not doc.embedding:
+                    missing += 1
+                chunks[doc.id] = replace(doc, embedding=None)
+            elif node_type not in _TREE_NODE_TYPES:
+                continue
+            nodes.append(_index_node(doc))
+        if chunks and missing == len(chunks):
+            raise ValueError(
+                f"The {len(chunks)} chunks of filing {filing_id!r} came back without embeddings. DualTreeRetriever "
+                "needs chunk vectors: index the chunks with an embedder and configure the document store to return "
+                "them (QdrantDocumentStore(..., return_embedding=True))."
+            )
+        if missing:
+            logger.warning(
+                "filing %s: %d of %d chunks have no embedding (dense score 0)", filing_id, missing, len(chunks)
+            )
+        return _CachedFiling(filing_id, index_run, build_item_trees(filing_id, nodes), chunks)
+
+    def _fetch(self, filing_ids: list[str]) -> dict[str, _CachedFiling]:
+        """Build the searchable state of filings from one ``filter_documents`` call (one scan for all of them)."""
+        flt = (
+            {"field": _FILING_FIELD, "operator": "==", "value": filing_ids[0]}
+            if len(filing_ids) == 1
+            else {"field": _FILING_FIELD, "operator": "in", "value": filing_ids}
+        )
+        by_filing: dict[str, list[Document]] = {fid: [] for fid in filing_ids}
+        for doc in self._store.filter_documents(filters=flt):
+            by_filing.setdefault(str(doc.meta.get(schema.FILING_ID)), []).append(doc)
+        loaded: dict[str, _CachedFiling] = {}
+        for fid in filing_ids:
+            if not by_filing[fid]:
+                logger.warning("filing %s not found in the document store", fid)
+                continue
+            loaded[fid] = self._build(fid, by_filing[fid])
+        return loaded
+
+    def _load(self, filing_ids: list[str], hints: dict[str, str], trace: dict[str, Any]) -> dict[str, _CachedFiling]:
+        """The searchable state of each filing, from the cache or fetched (all misses in one store call)."""
+        with self._lock:
+            cached = {fid: self._cache[fid] for fid in filing_ids if fid in self._cache}
+        # Store I/O outside the lock: a cold filing (seconds on a large embedded Qdrant) must not stall queries on
+        # cached ones. Two threads may then fetch the same filing once each; the later insert wins, harmlessly.
+        runs = self._current_runs(list(cached), hints)
+        stale = [fid for fid, entry in cached.items() if fid in runs and runs[fid] != entry.index_run]
+        for fid in stale:
+            del cached[fid]
+        missing = [fid for fid in filing_ids if fid not in cached]
+        loaded: dict[str, _CachedFiling] = {}
+        if missing:
+            start = time.perf_counter()
+            loaded = self._fetch(missing)
+            trace["load_seconds"] = round(time.perf_counter() - start, 4)
+        with self._lock:
+            for fid in cached:
+                if fid in self._cache:
+                    self._cache.move_to_end(fid)
+            for fid, entry in loaded.items():
+                self._cache[fid] = entry
+                self._cache.move_to_end(fid)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        trace.update(hits=sorted(cached), loaded=sorted(loaded), stale=sorted(stale))
+        return {**cached, **loaded}
+
+    def preload(self, filing_ids: list[str] | None = None) -> list[str]:
+        """Fill the cache ahead of the first queries (e.g. when a server starts), with one store call.
+
+        :param filing_ids: filings to load; None loads every filing that has a ``filing`` node, up to
+            ``cache_size``.
+        :returns: the filing ids now cached.
+        """
+        self.warm_up()
+        ids = filing_ids if filing_ids is not None else self._filings_from_filters(None)
+        ids = list(dict.fromkeys(ids))[-self.cache_size :]
+        self._load(ids, {}, {})
+        with self._lock:
+            return [fid for fid in ids if fid in self._cache]
+
+    def _filings_from_filters(self, filters: dict[str, Any] | None) -> list[str]:
+        named = _filing_ids_in_filter(filters) if filters else None
+        if named is not None:
+            return named
+        # No filing named: ask the (few) filing nodes which filings the filter selects. This scans the collection,
+        # so a query pipeline should scope filings first (budgets or a filing_id filter).
+        node_filter = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.FILING.value}
+        flt = {"operator": "AND", "conditions": [filters, node_filter]} if filters else node_filter
+        ids = {str(d.meta.get(schema.FILING_ID)) for d in self._store.filter_documents(filters=flt)}
+        if not ids and filters:
+            # The filter names chunk fields only (e.g. modality): find the filings through their chunks.
+            chunk_filter = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.CHUNK.value}
+            docs = self._store.filter_documents(filters={"operator": "AND", "conditions": [filters, chunk_filter]})
+            ids = {str(d.meta.get(schema.FILING_ID)) for d in docs}
+        logger.info("filters selected %d filings by scanning filing nodes", len(ids))
+        return sorted(ids)
+
+    # -- search ---------------------------------------------------------------------------------------------------
+    def _search_item(
+        self, tree: ItemTree, query: str, query_embedding: list[float], k: int, allowed: set[str] | None
+    ) -> ItemSearchResult:
+        n = n_candidates_for(k, self.candidates_per_item)
+        if self.use_summary_tree or self.use_question_tree:
+            return beam_search(
+                tree,
+                query,
+                query_embedding,
+                beam_width=self.beam_width,
+                n_candidates=n,
+                use_summary_tree=self.use_summary_tree,
+                use_question_tree=self.use_question_tree,
+                allowed_leaf_ids=allowed,
+            )
+        return flat_search(tree, query, query_embedding, n, allowed, note="trees off")
+
+    @component.output_types(documents=list[Document], trace=dict)
+    def run(
+        self,
+        query: str,
+        query_embedding: list[float],
+        budgets: list[dict] | None = None,
+        filters: dict | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, Any]:
+        """
+        Retrieve candidate chunks per Item.
+
+        :param query: the question (BM25 side).
+        :param query_embedding: the question's vector, from the model that embedded the chunks and question nodes.
+        :param budgets: FlamRouter output, ``[{"filing_id", "item", "k", "weight"}]``; an entry without ``item``
+            covers all Items of its filing, one without ``k`` uses ``top_k``, an optional ``index_run`` skips the
+            freshness check. When given, ``filters`` only restricts which chunks may be returned.
+        :param filters: Haystack filters; without ``budgets`` they choose the filings (a ``meta.filing_id``
+            condition is read directly, anything else is matched against filing nodes) and every Item of those
+            filings is searched with budget ``top_k``; chunks must also match them.
+        :param top_k: overrides the init ``top_k``.
+        :returns: ``documents``: candidates of all Items, best fused score first (at most
+            max(candidates_per_item, 3 * k) per Item); ``trace``: ``{"items": [per-Item mode, nodes kept per level,
+            leaves reached, candidate ids], "cache": {hits, loaded, stale}, "seconds": ...}``.
+        """
+        self.warm_up()
+        start = time.perf_counter()
+        k_default = top_k if top_k is not None else self.top_k
+        if k_default < 1:
+            raise ValueError(f"top_k must be at least 1, got {k_default}")
+
+        # (filing_id, item or None for all Items) -> k; duplicates keep the larger budget.
+        wanted: dict[tuple[str, str | None], int] = {}
+        hints: dict[str, str] = {}
+        if budgets:
+            for entry in budgets:
+                if "filing_id" not in entry:
+                    raise ValueError(f"budget entry without filing_id: {entry!r}")
+                fid = str(entry["filing_id"])
+                item = entry.get("item")
+                key = (fid, None if item is None else str(item))
+                k = int(entry.get("k") if entry.get("k") is not None else k_default)
+                if k > 0:
+                    wanted[key] = max(k, wanted.get(key, 0))
+                if entry.get(schema.INDEX_RUN):
+                    hints[fid] = str(entry[schema.INDEX_RUN])
+        else:
+            for fid in self._filings_from_filters(filters):
+                wanted[(fid, None)] = k_default
+        leaf_filter = filters if filters and not _is_only_filing_filter(filters) else None
+
+        cache_trace: dict[str, Any] = {}
+        filing_ids = list(dict.fromkeys(fid for fid, _ in wanted))
+        filings = self._load(filing_ids, hints, cache_trace) if filing_ids else {}
+
+        item_traces: list[dict[str, Any]] = []
+        scored: dict[str, tuple[float, Document]] = {}
+        for (fid, item), k in wanted.items():
+            filing = filings.get(fid)
+            if filing is None:
+                item_traces.append({"filing_id": fid, "item": item, "k": k, "mode": "missing", "candidates": []})
+                continue
+            allowed = (
+                {cid for cid, doc in filing.chunks.items() if document_matches_filter(leaf_filter, doc)}
+                if leaf_filter
+                else None
+            )
+            items = list(filing.trees) if item is None else [item]
+            for it in items:
+                tree = filing.trees.get(it)
+                if tree is None:
+                    logger.info("filing %s has no chunks for item %r", fid, it)
+                    item_traces.append({"filing_id": fid, "item": it, "k": k, "mode": "missing", "candidates": []})
+                    continue
+                if allowed is not None and not allowed.intersection(tree.leaf_ids):
+                    continue
+                result = self._search_item(tree, query, query_embedding, k, allowed)
+                item_traces.append({**result.trace(), "k": k})
+                for cand in result.candidates:
+                    doc = filing.chunks[cand.leaf_id]
+                    retrieval = {
+                        "bm25": cand.bm25_score,
+                        "dense": cand.dense_score,
+                        "trees": list(cand.trees),
+                        "tree_paths": cand.tree_paths,
+                        "mode": result.mode,
+                    }
+                    previous = scored.get(doc.id)
+                    if previous is None or cand.score > previous[0]:
+                        # The ranker's no-cross-encoder fallback scores by cosine, so the vector goes along
+                        # (unit length, as Qdrant returns it for cosine collections).
+                        vector = tree.leaf_embeddings[tree.leaf_index[cand.leaf_id]]
+                        out = replace(
+                            doc,
+                            score=cand.score,
+                            embedding=vector.tolist() if vector.any() else None,
+                            meta={**doc.meta, "retrieval": retrieval, "budget_k": k},
+                        )
+                        scored[doc.id] = (cand.score, out)
+
+        documents = [doc for _, doc in sorted(scored.values(), key=lambda pair: -pair[0])]
+        trace = {"items": item_traces, "cache": cache_trace, "seconds": round(time.perf_counter() - start, 4)}
+        return {"documents": documents, "trace": trace}

@@ -1,0 +1,129 @@
+import logging
+from typing import Any
+
+from haystack import component
+from haystack.document_stores.types import DocumentStore
+
+from haystack_fin.core import schema
+from haystack_fin.core.schema import NodeType
+from haystack_fin.core.scope import CompanyIndex, FilingProfile, resolve_scope
+from haystack_fin.store_registry import shared_store
+
+logger = logging.getLogger(__name__)
+
+_FILING_NODES = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.FILING.value}
+
+
+@component
+class FilingScope:
+    """Scopes a question to the filings it is about (company, fiscal period, form) before retrieval.
+
+    In an index of many filings, plain retrieval readily answers from another company or, most often, from another
+    year of the right company. This component reads the index's ``filing`` nodes (one per filing, written by
+    ``FilingSplitter``: meta ``filing_id``, ``company``, ``ticker``, ``form``, ``fiscal_year``, ``fiscal_quarter``,
+    ``period_end``, ``period``, ``items``), recognizes the company the question names (name, alias, ticker, or a
+    small typo), and ranks that company's filings by the question's fiscal year, quarter, date and form. The
+    scoring rules are documented in ``haystack_fin.core.scope``.
+
+    Outputs the ranked ``filing_ids``, a Haystack ``filters`` dict on ``meta.filing_id`` for any retriever, and a
+    JSON-serializable ``scope`` explanation. A question naming no indexed company is unscoped: every filing id is
+    returned (never an empty scope) and ``scope["reason"]`` says why. Works with any Haystack document store that
+    implements ``filter_documents`` (Qdrant, InMemory, ...); profiles are read once and cached, ``refresh=True``
+    re-reads them after indexing.
+
+    Usage example:
+    ```python
+    from haystack import Document
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+    from haystack_fin.components.filing_scope import FilingScope
+
+    store = InMemoryDocumentStore()
+    store.write_documents([
+        Document(id="BBY-2023#filing", content="", meta={"node_type": "filing", "filing_id": "BBY-2023",
+                 "company": "BEST BUY CO., INC.", "form": "10-K", "fiscal_year": 2023, "period": "FY2023"}),
+        Document(id="BBY-2024Q2#filing", content="", meta={"node_type": "filing", "filing_id": "BBY-2024Q2",
+                 "company": "BEST BUY CO., INC.", "form": "10-Q", "fiscal_year": 2024, "fiscal_quarter": 2}),
+    ])
+    scope = FilingScope(document_store=store)
+    result = scope.run(query="Is Best Buy's quick ratio healthy as of Q2 FY2024?")
+    result["filing_ids"]  # ["BBY-2024Q2"]
+    result["filters"]     # {"field": "meta.filing_id", "operator": "in", "value": ["BBY-2024Q2"]}
+    ```
+    """
+
+    def __init__(
+        self, document_store: DocumentStore, max_filings: int = 3, aliases: dict[str, list[str]] | None = None
+    ) -> None:
+        """
+        :param document_store: the store holding the ``filing`` nodes (and the chunks the filters select).
+        :param max_filings: at most this many filings when the question names a company.
+        :param aliases: extra names per company, keyed by the company's name, ticker or one of its filing ids,
+            e.g. ``{"THE COCA-COLA COMPANY": ["coke"]}``.
+        """
+        if not isinstance(max_filings, int) or max_filings < 1:
+            raise ValueError(f"max_filings must be a positive integer, got {max_filings!r}")
+        if aliases is not None and not all(
+            isinstance(k, str) and isinstance(v, list) and all(isinstance(a, str) for a in v)
+            for k, v in aliases.items()
+        ):
+            raise ValueError(f"aliases must map a company (str) to a list of names, got {aliases!r}")
+        self.document_store = document_store
+        self.max_filings = max_filings
+        self.aliases = aliases
+        self._store: Any = None
+        self._profiles: list[FilingProfile] | None = None
+        self._index: CompanyIndex | None = None
+
+    def warm_up(self) -> None:
+        """Attach to the shared store instance and read the filing profiles once; later calls do nothing."""
+        if self._store is None:
+            # Several components of one query pipeline must share one embedded Qdrant client.
+            self._store = shared_store(self.document_store)
+        if self._profiles is None:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the filing profiles from the store (after filings were indexed or deleted)."""
+        if self._store is None:
+            self._store = shared_store(self.document_store)
+        nodes = self._store.filter_documents(filters=_FILING_NODES)
+        profiles = [FilingProfile.from_meta(doc.meta) for doc in nodes]
+        self._profiles = [p for p in profiles if p.filing_id]
+        self._index = CompanyIndex(self._profiles, self.aliases)
+        logger.info("FilingScope: %d filings of %d companies", len(self._profiles), len(self._index))
+
+    @property
+    def profiles(self) -> list[FilingProfile]:
+        """The cached filing profiles (read on first use)."""
+        if self._profiles is None:
+            self.warm_up()
+        return list(self._profiles or [])
+
+    @component.output_types(filing_ids=list[str], filters=dict[str, Any], scope=dict[str, Any])
+    def run(self, query: str, filing_ids: list[str] | None = None, refresh: bool = False) -> dict[str, Any]:
+        """
+        Decide which filings ``query`` is about.
+
+        :param query: the question.
+        :param filing_ids: an explicit scope chosen by the caller; it overrides the question when non-empty.
+        :param refresh: re-read the filing profiles from the store before deciding.
+        :returns: ``filing_ids``: the filings in scope, best first (every filing when unscoped); ``filters``: a
+            Haystack filter ``{"field": "meta.filing_id", "operator": "in", "value": filing_ids}`` (``{}``, i.e. no
+            restriction, when the store holds no filing nodes); ``scope``: the JSON-serializable explanation (reason,
+            recognized companies, parsed periods, per-filing scores and reasons).
+        """
+        if self._profiles is None:
+            self.warm_up()  # a component used outside a Pipeline is not warmed up by anyone else
+        elif refresh:
+            self.refresh()
+        decision = resolve_scope(
+            query,
+            self._profiles or [],
+            filing_filter=filing_ids,
+            max_filings=self.max_filings,
+            company_index=self._index,
+        )
+        ids = decision.filing_ids
+        filters = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(ids)} if ids else {}
+        logger.debug("FilingScope %r -> %s (%s)", query, ids, decision.reason)
+        return {"filing_ids": list(ids), "filters": filters, "scope": decision.to_dict()}

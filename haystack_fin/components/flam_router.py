@@ -1,0 +1,201 @@
+import logging
+from typing import Any
+
+from haystack import component
+
+from haystack_fin.core import schema
+from haystack_fin.core.flam import DEFAULT_SMOOTHING, MODES, FilingStats, ItemBudget, route
+from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.schema import NodeType
+from haystack_fin.store_registry import shared_store
+
+logger = logging.getLogger(__name__)
+
+
+def budget_filters(budgets: list[ItemBudget], filing_ids: list[str] | None = None) -> dict[str, Any] | None:
+    """Haystack filter selecting the chunks of the routed (filing, Item) pairs: ``node_type == "chunk"`` AND an OR
+    over filings of (``filing_id == f`` AND ``item in [...]``).
+
+    Without budgets it falls back to the chunks of ``filing_ids`` when given (keep the scope, drop the Item
+    routing), else ``None`` (no restriction).
+    """
+    chunk = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.CHUNK.value}
+    items_by_filing: dict[str, list[str]] = {}
+    for budget in budgets:
+        items_by_filing.setdefault(budget.filing_id, []).append(budget.item)
+    if not items_by_filing:
+        if not filing_ids:
+            return None
+        scope = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(filing_ids)}
+        return {"operator": "AND", "conditions": [chunk, scope]}
+    pairs = [
+        {
+            "operator": "AND",
+            "conditions": [
+                {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id},
+                {"field": f"meta.{schema.ITEM}", "operator": "in", "value": items},
+            ],
+        }
+        for filing_id, items in items_by_filing.items()
+    ]
+    routed = pairs[0] if len(pairs) == 1 else {"operator": "OR", "conditions": pairs}
+    return {"operator": "AND", "conditions": [chunk, routed]}
+
+
+@component
+class FlamRouter:
+    """Decides which SEC Items of which filings to search for a question, and how many passages each gets (FLAM).
+
+    FinGEAR's Financial Lexicon-Aware Mapping: the question's financial terms are matched to the lexicon's synonym
+    clusters; each Item of a filing is weighted by how often it mentions those clusters relative to all lexicon
+    terms it mentions; the retrieval budget ``top_k`` is split across filings (uniformly, ties to the first filing
+    given) and then across Items in proportion to the weights, summing to exactly ``top_k``. The rules (smoothing,
+    fallbacks, cover page, IDF) are documented in ``haystack_fin.core.flam``.
+
+    Reads the store's filing nodes (``meta.node_type == "filing"``), written by ``FilingSplitter``/``FilingWriter``:
+    ``filing_id``, ``form``, ``items`` (``[{item, n_chunks, ...}]``), ``item_term_counts`` (``{item: {cluster_id:
+    count}}``) and ``item_term_totals`` (``{item: total}``). Filing nodes without the counts are routed by the
+    lexicon's Item priors for the question's concepts. Works with any Haystack document store that supports
+    ``filter_documents`` (InMemory, Qdrant, ...). The counts must come from the same lexicon (cluster ids) as the
+    router's: a FinRAD CSV merged here adds query synonyms to existing clusters, which keeps the ids.
+
+    Outputs ``budgets`` for a budget-aware retriever, ``filters`` for any plain Haystack retriever (the chunks of
+    the routed pairs), and ``routing``, a JSON explanation (terms, clusters, weights, budgets).
+
+    Usage example:
+    ```python
+    from haystack import Document, Pipeline
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    from haystack_fin.components.flam_router import FlamRouter
+
+    store = InMemoryDocumentStore()
+    store.write_documents([
+        Document(id="acme#filing", content="ACME 10-K 2024", meta={
+            "node_type": "filing", "filing_id": "acme", "form": "10-K",
+            "items": [{"item": "1A", "n_chunks": 1}, {"item": "8", "n_chunks": 1}],
+            "item_term_counts": {"1A": {"inflation": 3}, "8": {"capex": 4, "revenue": 9}},
+            "item_term_totals": {"1A": 40, "8": 120}}),
+        Document(content="Capex (purchases of property and equipment) was $1.2 billion.",
+                 meta={"node_type": "chunk", "filing_id": "acme", "item": "8"}),
+        Document(content="Inflation may hurt our margins.",
+                 meta={"node_type": "chunk", "filing_id": "acme", "item": "1A"}),
+    ])
+    pipe = Pipeline()
+    pipe.add_component("router", FlamRouter(document_store=store, top_k=3))
+    pipe.add_component("retriever", InMemoryBM25Retriever(document_store=store))
+    pipe.connect("router.filters", "retriever.filters")
+    query = "How much capex did ACME spend?"
+    result = pipe.run({"router": {"query": query}, "retriever": {"query": query}})
+    print(result["router"]["budgets"])  # [{"filing_id": "acme", "item": "8", "k": 3, "weight": 1.0}]
+    print(result["retriever"]["documents"][0].content)  # the Item 8 chunk only
+    ```
+    """
+
+    def __init__(
+        self,
+        document_store: Any,
+        top_k: int = 5,
+        mode: str = "relative",
+        temperature: float = 1.0,
+        lexicon_path: str | None = None,
+        finrad_csv: str | None = None,
+        smoothing: float = DEFAULT_SMOOTHING,
+        idf: bool = False,
+    ):
+        """
+        :param document_store: the store holding the filing nodes (and the chunks the filters select).
+        :param top_k: total budget split across filings and Items (>= 1).
+        :param mode: Item weighting: "relative" (FinGEAR's relative frequency), "log" (damped: spreads the budget
+            over more Items) or "softmax" (of the relative scores, with ``temperature``).
+        :param temperature: softmax temperature (> 0); ignored by the other modes.
+        :param lexicon_path: a lexicon JSON in the format of the built-in ``haystack_fin/data/lexicon.json``;
+            default: the built-in lexicon.
+        :param finrad_csv: a FinRAD-format CSV whose terms are merged into the lexicon (new synonyms of existing
+            clusters, new clusters for the rest).
+        :param smoothing: pseudo-count added to every Item's term total (0 = FinGEAR's plain ratio).
+        :param idf: down-weight clusters mentioned in most Items of a filing by ``log(1 + N / df)``.
+        """
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}.")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}.")
+        if not smoothing >= 0:
+            raise ValueError(f"smoothing must be >= 0, got {smoothing}.")
+        for name, value in (("lexicon_path", lexicon_path), ("finrad_csv", finrad_csv)):
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name} must be a path string or None, got {type(value).__name__}.")
+        self.document_store = document_store
+        self.top_k = top_k
+        self.mode = mode
+        self.temperature = temperature
+        self.lexicon_path = lexicon_path
+        self.finrad_csv = finrad_csv
+        self.smoothing = smoothing
+        self.idf = idf
+        self._store: Any = None
+        self._lexicon: Lexicon | None = None
+
+    def warm_up(self) -> None:
+        """Load the lexicon and connect the shared store instance (once; Pipeline calls this on every run)."""
+        if self._lexicon is None:
+            lexicon = Lexicon.from_json(self.lexicon_path) if self.lexicon_path else Lexicon.load_default()
+            if self.finrad_csv:
+                lexicon = Lexicon.from_finrad_csv(self.finrad_csv, base=lexicon)
+            self._lexicon = lexicon
+        if self._store is None:
+            self._store = shared_store(self.document_store)
+
+    def _filing_stats(self, filing_ids: list[str] | None) -> list[FilingStats]:
+        conditions: list[dict[str, Any]] = [
+            {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.FILING.value}
+        ]
+        if filing_ids is not None:
+            conditions.append({"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(filing_ids)})
+        nodes = self._store.filter_documents(filters={"operator": "AND", "conditions": conditions})
+        stats = {str(node.meta.get(schema.FILING_ID)): FilingStats.from_meta(node.meta) for node in nodes}
+        if filing_ids is None:
+            return [stats[fid] for fid in sorted(stats)]
+        missing = [fid for fid in filing_ids if fid not in stats]
+        if missing:
+            logger.warning("FlamRouter: no filing node for %s; those filings are not routed.", missing)
+        # The caller's order is the scope rank: it breaks ties when the budget is split across filings.
+        return [stats[fid] for fid in dict.fromkeys(filing_ids) if fid in stats]
+
+    @component.output_types(budgets=list[dict[str, Any]], filters=dict[str, Any] | None, routing=dict[str, Any])
+    def run(self, query: str, filing_ids: list[str] | None = None, top_k: int | None = None) -> dict[str, Any]:
+        """
+        Route a question to filings' Items.
+
+        :param query: the question.
+        :param filing_ids: the filings in scope, best first; None = every filing in the store.
+        :param top_k: total budget; None = the init value.
+        :returns: ``budgets``: ``[{filing_id, item, k, weight}]`` (k summing to ``top_k``; ``weight`` is the pair's
+            share of the whole budget); ``filters``: a Haystack filter selecting the chunks of those pairs (None
+            when nothing could be routed and no scope was given); ``routing``: a JSON-serializable explanation.
+        """
+        k = self.top_k if top_k is None else top_k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"top_k must be an integer >= 1, got {k!r}.")
+        self.warm_up()  # standalone use without a Pipeline; no-op once warm
+        filings = self._filing_stats(filing_ids)
+        decision = route(
+            query,
+            filings,
+            k,
+            mode=self.mode,
+            temperature=self.temperature,
+            smoothing=self.smoothing,
+            idf=self.idf,
+            lexicon=self._lexicon,
+        )
+        if not decision.budgets:
+            logger.warning("FlamRouter routed nothing for %r (%d filing nodes found).", query, len(filings))
+        return {
+            "budgets": [budget.to_dict() for budget in decision.budgets],
+            "filters": budget_filters(decision.budgets, filing_ids),
+            "routing": decision.explain(self._lexicon),
+        }

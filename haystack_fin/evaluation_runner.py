@@ -1,0 +1,295 @@
+"""`haystack-fin eval financebench`: index the filings a FinanceBench-format question file names, retrieve with
+haystack-fin (and optionally plain Haystack in the same process), score with docs/evaluation.md's metrics.
+
+Output JSON (a contract): {"overall": {...}, "by_question_type": {...}, "per_question": {id: {...}},
+"timings": {"index_ms_per_page", "query_p50_ms", "query_p95_ms"}, "baseline": {same shape}, "config": {...}}.
+"""
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, Pipeline
+from tqdm import tqdm
+
+from haystack_fin.core import schema
+from haystack_fin.core.evaluation import (
+    DEFAULT_KS,
+    Passage,
+    Question,
+    aggregate,
+    load_questions,
+    percentile,
+    score_question,
+)
+
+logger = logging.getLogger(__name__)
+
+ABLATIONS = ("summary_tree", "question_tree", "flam", "reranker", "scope")
+SETTINGS = ("single", "shared")
+RETRIEVE_K = 10  # mrr and @10 need ten passages
+
+
+def _doc_passages(docs: list[Document]) -> list[Passage]:
+    return [
+        Passage(
+            doc_name=str(d.meta.get(schema.FILING_ID) or d.meta.get("file") or ""),
+            pages=[int(p) for p in d.meta.get(schema.PAGE_NUMBERS) or ([d.meta["page"]] if "page" in d.meta else [])],
+            text=d.content or "",
+            score=float(d.score or 0.0),
+        )
+        for d in docs
+    ]
+
+
+def _score(
+    questions: list[Question],
+    retrieve: Callable[[Question], list[Document]],
+    ks: tuple[int, ...],
+    quiet: bool,
+    label: str,
+) -> dict[str, Any]:
+    per_question: dict[str, dict[str, float]] = {}
+    latencies: list[float] = []
+    for q in tqdm(questions, desc=f"Querying ({label})", disable=quiet):
+        t0 = time.perf_counter()
+        docs = retrieve(q)
+        latencies.append(1000 * (time.perf_counter() - t0))
+        per_question[q.financebench_id] = score_question(q, _doc_passages(docs), ks)
+    result = aggregate(per_question, questions)
+    result.pop("counts", None)
+    result["per_question"] = per_question
+    result["timings"] = {
+        "query_p50_ms": round(percentile(latencies, 50), 1),
+        "query_p95_ms": round(percentile(latencies, 95), 1),
+    }
+    return result
+
+
+class HaystackFinRetrieval:
+    """The retrieval half of pipelines/query.yaml, with ablation switches, over an existing index."""
+
+    def __init__(self, store_path: str | None, qdrant_url: str | None, ablate: set[str], top_k: int = RETRIEVE_K):
+        from haystack_fin.pipeline_loader import load_pipeline, strip_generation
+
+        self.pipe: Pipeline = load_pipeline("query", store_path, qdrant_url, transform=strip_generation)
+        self.ablate = ablate
+        self.top_k = top_k
+        retriever = self.pipe.get_component("retriever")
+        retriever.use_summary_tree = "summary_tree" not in ablate
+        retriever.use_question_tree = "question_tree" not in ablate
+        self.pipe.warm_up()
+
+    def close(self) -> None:
+        from haystack_fin.store_registry import release_store
+
+        release_store(self.pipe.get_component("retriever").document_store)
+
+    def retrieve(self, question: str, filing_ids: list[str] | None) -> list[Document]:
+        p = self.pipe
+        embedding = p.get_component("embedder").run(text=question)["embedding"]
+        if filing_ids is None and "scope" not in self.ablate:
+            filing_ids = p.get_component("scope").run(query=question)["filing_ids"]
+        elif filing_ids is None:
+            filing_ids = self._dense_scope(embedding)
+        k_candidates = self.top_k
+        if "flam" in self.ablate:
+            budgets = self._uniform_budgets(filing_ids, k_candidates)
+        else:
+            budgets = p.get_component("router").run(query=question, filing_ids=filing_ids, top_k=k_candidates)[
+                "budgets"
+            ]
+        docs = p.get_component("retriever").run(
+            query=question, query_embedding=embedding, budgets=budgets, top_k=k_candidates
+        )["documents"]
+        if "reranker" in self.ablate:
+            return sorted(docs, key=lambda d: -(d.score or 0.0))[: self.top_k]
+        return p.get_component("ranker").run(
+            query=question, documents=docs, query_embedding=embedding, top_k=self.top_k
+        )["documents"]
+
+    def _uniform_budgets(self, filing_ids: list[str], k: int) -> list[dict[str, Any]]:
+        """FLAM ablated: every Item with chunks gets an equal share (at least one candidate slot)."""
+        from haystack_fin.store_registry import shared_store
+
+        store = shared_store(self.pipe.get_component("router").document_store)
+        nodes = store.filter_documents(
+            {
+                "operator": "AND",
+                "conditions": [
+                    {"field": "meta.node_type", "operator": "==", "value": "filing"},
+                    {"field": "meta.filing_id", "operator": "in", "value": list(filing_ids)},
+                ],
+            }
+        )
+        budgets = []
+        for node in nodes:
+            fid = node.meta[schema.FILING_ID]
+            items = [it["item"] for it in (node.meta.get(schema.ITEMS) or []) if it["n_chunks"] > 0]
+            for item in dict.fromkeys(items):
+                budgets.append({"filing_id": fid, "item": item, "k": max(1, k // max(1, len(items))), "weight": 0.0})
+        return budgets
+
+    def _dense_scope(self, embedding: list[float]) -> list[str]:
+        """Scope ablated: the filings of the 20 nearest chunks in the whole index, by frequency."""
+        from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
+
+        from haystack_fin.store_registry import shared_store
+
+        store = shared_store(self.pipe.get_component("retriever").document_store)
+        hits = QdrantEmbeddingRetriever(document_store=store, top_k=20).run(
+            query_embedding=embedding, filters={"field": "meta.node_type", "operator": "==", "value": "chunk"}
+        )["documents"]
+        counts: dict[str, int] = {}
+        for d in hits:
+            counts[d.meta[schema.FILING_ID]] = counts.get(d.meta[schema.FILING_ID], 0) + 1
+        return sorted(counts, key=lambda f: -counts[f])[:3]
+
+
+class PlainHaystackBaseline:
+    """What a Haystack user builds by default: PyMuPDF page text, 200-word chunks, the same embedder, in memory."""
+
+    def __init__(self, model: str) -> None:
+        from haystack.components.preprocessors import DocumentSplitter
+        from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+        from haystack.document_stores.in_memory import InMemoryDocumentStore
+        from haystack_integrations.components.embedders.sentence_transformers import (
+            SentenceTransformersDocumentEmbedder,
+            SentenceTransformersTextEmbedder,
+        )
+
+        from haystack_fin.core.models import resolve_model
+
+        self.store = InMemoryDocumentStore()
+        self.splitter = DocumentSplitter(split_by="word", split_length=200, split_overlap=20)
+        path = resolve_model(model)
+        self.doc_embedder = SentenceTransformersDocumentEmbedder(model=path, local_files_only=True, progress_bar=False)
+        self.text_embedder = SentenceTransformersTextEmbedder(model=path, local_files_only=True, progress_bar=False)
+        self.retriever = InMemoryEmbeddingRetriever(document_store=self.store, top_k=RETRIEVE_K)
+        self.doc_embedder.warm_up()
+        self.text_embedder.warm_up()
+
+    def index(self, pdf: Path, filing_id: str) -> int:
+        import pymupdf
+
+        with pymupdf.open(pdf) as doc:
+            pages = [
+                Document(content=page.get_text(), meta={"file": filing_id, "page": i + 1}) for i, page in enumerate(doc)
+            ]
+        chunks = self.splitter.run(documents=pages)["documents"]
+        embedded = self.doc_embedder.run(documents=chunks)["documents"]
+        self.store.write_documents(embedded)
+        return len(pages)
+
+    def retrieve(self, question: str, filing_ids: list[str] | None) -> list[Document]:
+        embedding = self.text_embedder.run(text=question)["embedding"]
+        filters = {"field": "meta.file", "operator": "in", "value": filing_ids} if filing_ids else None
+        return self.retriever.run(query_embedding=embedding, filters=filters)["documents"]
+
+
+def _indexed_filings(store_path: str | None, qdrant_url: str | None) -> set[str]:
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    from haystack_fin.pipeline_loader import pipeline_dict
+
+    data = pipeline_dict("indexing", store_path, qdrant_url)
+    store = QdrantDocumentStore.from_dict(data["components"]["writer"]["init_parameters"]["document_store"])
+    try:
+        nodes = store.filter_documents({"field": "meta.node_type", "operator": "==", "value": "filing"})
+        return {n.meta[schema.FILING_ID] for n in nodes}
+    finally:
+        store.close()
+
+
+def index_filings(
+    pdfs: list[Path], store_path: str | None, qdrant_url: str | None, quiet: bool
+) -> tuple[float | None, list[str]]:
+    """Index the PDFs not yet in the store (filing id = PDF stem). Returns (ms per page or None, failures)."""
+    from haystack_fin.pipeline_loader import load_pipeline
+
+    present = _indexed_filings(store_path, qdrant_url)
+    todo = [p for p in pdfs if p.stem not in present]
+    if not todo:
+        return None, []
+    pipe = load_pipeline("indexing", store_path, qdrant_url)
+    failures: list[str] = []
+    pages = 0
+    t0 = time.perf_counter()
+    try:
+        for pdf in tqdm(todo, desc="Indexing", unit="filing", disable=quiet):
+            result = pipe.run({"converter": {"sources": [str(pdf)], "meta": {schema.FILING_ID: pdf.stem}}})
+            failures += [f["error"] for f in result["converter"]["failures"]]
+            if result["writer"]["documents_written"]:
+                pages += _n_pages(pdf)
+    finally:
+        pipe.close()
+    elapsed = time.perf_counter() - t0
+    return (1000 * elapsed / pages if pages else None), failures
+
+
+def _n_pages(pdf: Path) -> int:
+    import pymupdf
+
+    with pymupdf.open(pdf) as doc:
+        return doc.page_count
+
+
+def run_financebench(
+    questions_path: str,
+    pdfs_dir: str,
+    setting: str,
+    store_path: str | None,
+    qdrant_url: str | None = None,
+    ks: tuple[int, ...] = DEFAULT_KS,
+    ablate: list[str] | None = None,
+    baseline: bool = False,
+    model: str = "all-MiniLM-L6-v2",
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """Run the benchmark and return the contract JSON as a dict."""
+    if setting not in SETTINGS:
+        raise ValueError(f"setting must be one of {SETTINGS}, got {setting!r}")
+    ablated = set(ablate or [])
+    unknown = ablated - set(ABLATIONS)
+    if unknown:
+        raise ValueError(f"unknown ablation(s) {sorted(unknown)}; choose from {ABLATIONS}")
+    questions = load_questions(questions_path)
+    names = sorted({q.doc_name for q in questions})
+    pdfs = [Path(pdfs_dir) / f"{name}.pdf" for name in names]
+    missing = [str(p) for p in pdfs if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"PDFs named by the questions are missing: {', '.join(missing)}")
+    index_ms, failures = index_filings(pdfs, store_path, qdrant_url, quiet)
+    if failures:
+        logger.error("Indexing failures: %s", failures)
+
+    fin = HaystackFinRetrieval(store_path, qdrant_url, ablated)
+    try:
+        result = _score(
+            questions,
+            lambda q: fin.retrieve(q.question, [q.doc_name] if setting == "single" else None),
+            ks,
+            quiet,
+            "haystack-fin",
+        )
+    finally:
+        fin.close()
+    result["timings"]["index_ms_per_page"] = round(index_ms, 1) if index_ms is not None else None
+    result["config"] = {"setting": setting, "ablate": sorted(ablated), "ks": list(ks), "n_questions": len(questions)}
+    if baseline:
+        plain = PlainHaystackBaseline(model)
+        t0 = time.perf_counter()
+        n_pages = sum(plain.index(pdf, pdf.stem) for pdf in tqdm(pdfs, desc="Indexing (plain)", disable=quiet))
+        plain_ms = 1000 * (time.perf_counter() - t0) / n_pages
+        base = _score(
+            questions,
+            lambda q: plain.retrieve(q.question, [q.doc_name] if setting == "single" else None),
+            ks,
+            quiet,
+            "plain Haystack",
+        )
+        base["timings"]["index_ms_per_page"] = round(plain_ms, 1)
+        result["baseline"] = base
+    return result

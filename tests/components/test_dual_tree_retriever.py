@@ -1,0 +1,341 @@
+import json
+import uuid
+
+import numpy as np
+import pytest
+from haystack import Document, Pipeline
+from haystack.components.embedders import MockTextEmbedder
+from haystack.core.serialization import component_from_dict, component_to_dict
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.document_stores.types import DuplicatePolicy
+
+from haystack_fin.components.dual_tree_retriever import DualTreeRetriever
+from haystack_fin.store_registry import release_store
+
+ACME, BETA = "ACME_2023_10K", "BETA_2023_10K"
+WORDS = [
+    "revenue", "capex", "dividend", "goodwill", "lease", "pension", "inventory", "tax",
+    "debt", "cash", "margin", "segment", "litigation", "warranty", "buyback", "impairment",
+]  # fmt: skip
+DIM = len(WORDS)
+
+
+def one_hot(j: int) -> list[float]:
+    vec = [0.05] * DIM
+    vec[j] = 1.0
+    return vec
+
+
+def chunk_id(fid: str, item: str, j: int) -> str:
+    return f"{fid}#chunk-{item}-{j:05d}"
+
+
+def item_documents(fid: str, item: str, with_tree: bool = True, embed: bool = True) -> list[Document]:
+    """16 chunks (chunk j about WORDS[j], one-hot vector j; odd chunks are tables) and, optionally, a depth-3
+    summary tree and question tree: root -> 4 mid nodes -> 2 bottom nodes each -> 2 chunks each."""
+    base = {"filing_id": fid, "item": item, "index_run": "run-1"}
+    docs = [
+        Document(
+            id=chunk_id(fid, item, j),
+            content=f"The {WORDS[j]} discussion of {fid}.",
+            embedding=one_hot(j) if embed else None,
+            meta={**base, "node_type": "chunk", "modality": "table" if j % 2 else "text", "page_numbers": [j + 1]},
+        )
+        for j in range(16)
+    ]
+    if not with_tree:
+        return docs
+    leaves = {(2, b): [2 * b, 2 * b + 1] for b in range(8)}
+    leaves.update({(1, m): list(range(4 * m, 4 * m + 4)) for m in range(4)})
+    leaves[(0, 0)] = list(range(16))
+    for (level, j), below in leaves.items():
+        for kind, node_type in (("s", "summary"), ("q", "question")):
+            nid = f"{fid}#tree-{item}-{kind}{level}-{j}"
+            if level == 0:
+                parent, kids = None, [f"{fid}#tree-{item}-{kind}1-{m}" for m in range(4)]
+            elif level == 1:
+                parent, kids = (
+                    f"{fid}#tree-{item}-{kind}0-0",
+                    [f"{fid}#tree-{item}-{kind}2-{b}" for b in (2 * j, 2 * j + 1)],
+                )
+            else:
+                parent, kids = f"{fid}#tree-{item}-{kind}1-{j // 2}", [chunk_id(fid, item, x) for x in below]
+            is_q = kind == "q"
+            docs.append(
+                Document(
+                    id=nid,
+                    content="\n".join(f"What about {WORDS[x]}?" for x in below)
+                    if is_q
+                    else " ".join(f"The {WORDS[x]} discussion." for x in below),
+                    embedding=np.mean([one_hot(x) for x in below], axis=0).tolist() if is_q else None,
+                    meta={
+                        **base,
+                        "node_type": node_type,
+                        "__level": level,
+                        "__parent_id": parent,
+                        "__children_ids": kids,
+                        "leaf_ids": [chunk_id(fid, item, x) for x in below],
+                    },
+                )
+            )
+    return docs
+
+
+def filing_node(fid: str, run: str = "run-1") -> Document:
+    return Document(id=f"{fid}#filing", content=fid, meta={"filing_id": fid, "node_type": "filing", "index_run": run})
+
+
+@pytest.fixture
+def store() -> InMemoryDocumentStore:
+    s = InMemoryDocumentStore(index=f"dtr-{uuid.uuid4().hex}")
+    docs = [filing_node(ACME), *item_documents(ACME, "7"), *item_documents(ACME, "1A", with_tree=False)]
+    docs += [filing_node(BETA), *item_documents(BETA, "7")]
+    s.write_documents(docs)
+    yield s
+    release_store(s)
+
+
+def count_filter_calls(store: InMemoryDocumentStore) -> list[dict]:
+    calls: list[dict] = []
+    original = store.filter_documents
+
+    def counting(filters=None):
+        calls.append(filters)
+        return original(filters=filters)
+
+    store.filter_documents = counting  # type: ignore[method-assign]
+    return calls
+
+
+class TestDualTreeRetriever:
+    def test_init_defaults(self, store):
+        r = DualTreeRetriever(document_store=store)
+        assert (r.beam_width, r.top_k, r.candidates_per_item, r.cache_size) == (3, 5, 10, 64)
+        assert r.use_summary_tree and r.use_question_tree
+
+    @pytest.mark.parametrize("arg", ["beam_width", "top_k", "candidates_per_item", "cache_size"])
+    def test_init_rejects_non_positive(self, store, arg):
+        with pytest.raises(ValueError, match=arg):
+            DualTreeRetriever(document_store=store, **{arg: 0})
+
+    def test_to_dict_from_dict(self, store):
+        r = DualTreeRetriever(document_store=store, beam_width=2, top_k=4, use_question_tree=False, cache_size=8)
+        data = component_to_dict(r, "retriever")
+        assert data["type"] == "haystack_fin.components.dual_tree_retriever.DualTreeRetriever"
+        params = data["init_parameters"]
+        assert params["beam_width"] == 2 and params["use_question_tree"] is False and params["cache_size"] == 8
+        restored = component_from_dict(DualTreeRetriever, data, "retriever")
+        assert component_to_dict(restored, "retriever") == data
+        assert isinstance(restored.document_store, InMemoryDocumentStore)
+
+    def test_run_budgets_routing(self, store):
+        r = DualTreeRetriever(document_store=store)
+        budgets = [{"filing_id": ACME, "item": "7", "k": 2, "weight": 0.7}, {"filing_id": BETA, "item": "7", "k": 5}]
+        out = r.run(query="pension", query_embedding=one_hot(5), budgets=budgets)
+        docs = out["documents"]
+        assert {d.meta["filing_id"] for d in docs} == {ACME, BETA}
+        assert {d.meta["item"] for d in docs} == {"7"}
+        per_filing = {fid: [d for d in docs if d.meta["filing_id"] == fid] for fid in (ACME, BETA)}
+        assert len(per_filing[ACME]) <= 10 and len(per_filing[BETA]) <= 15
+        assert {d.meta["budget_k"] for d in per_filing[ACME]} == {2}
+        assert {d.meta["budget_k"] for d in per_filing[BETA]} == {5}
+        top = docs[0]
+        assert top.id in {chunk_id(ACME, "7", 5), chunk_id(BETA, "7", 5)} and top.score == pytest.approx(1.0)
+        retrieval = top.meta["retrieval"]
+        assert set(retrieval) >= {"bm25", "dense", "trees", "tree_paths"}
+        assert retrieval["trees"] == ["summary", "question"]
+        fid = top.meta["filing_id"]
+        assert retrieval["tree_paths"]["summary"] == [
+            f"{fid}#tree-7-s0-0", f"{fid}#tree-7-s1-1", f"{fid}#tree-7-s2-2", top.id,
+        ]  # fmt: skip
+        assert top.embedding is not None and np.linalg.norm(top.embedding) == pytest.approx(1.0)
+        assert np.argmax(top.embedding) == 5  # the chunk's own (normalized) vector, for the ranker's cosine
+        assert [d.score for d in docs] == sorted((d.score for d in docs), reverse=True)
+        assert [t["item"] for t in out["trace"]["items"]] == ["7", "7"]
+        assert out["trace"]["items"][0]["visited"]["summary"][0]["scored"] == 1
+        json.dumps(out["trace"])
+
+    def test_input_documents_not_mutated(self, store):
+        before = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "7", 5)})[0]
+        DualTreeRetriever(document_store=store).run(
+            query="pension", query_embedding=one_hot(5), budgets=[{"filing_id": ACME, "item": "7", "k": 1}]
+        )
+        after = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "7", 5)})[0]
+        assert "retrieval" not in after.meta and after.meta == before.meta and after.score is None
+
+    def test_item_without_tree_is_searched_flat(self, store):
+        r = DualTreeRetriever(document_store=store)
+        out = r.run(query="pension", query_embedding=one_hot(5), budgets=[{"filing_id": ACME, "item": "1A", "k": 1}])
+        assert out["trace"]["items"][0]["mode"] == "flat"
+        assert out["documents"][0].id == chunk_id(ACME, "1A", 5)
+        assert out["documents"][0].meta["retrieval"]["trees"] == []
+
+    def test_filters_choose_filings_and_all_items(self, store):
+        r = DualTreeRetriever(document_store=store, top_k=2)
+        flt = {"field": "meta.filing_id", "operator": "in", "value": [ACME]}
+        out = r.run(query="pension", query_embedding=one_hot(5), filters=flt)
+        assert {d.meta["filing_id"] for d in out["documents"]} == {ACME}
+        assert {(t["item"], t["mode"]) for t in out["trace"]["items"]} == {("7", "dual_tree"), ("1A", "flat")}
+        assert {d.meta["budget_k"] for d in out["documents"]} == {2}
+
+    def test_filters_on_filing_fields_use_filing_nodes(self, store):
+        out = DualTreeRetriever(document_store=store).run(
+            query="pension",
+            query_embedding=one_hot(5),
+            filters={"field": "meta.index_run", "operator": "==", "value": "run-1"},
+        )
+        assert {d.meta["filing_id"] for d in out["documents"]} == {ACME, BETA}
+
+    def test_filters_restrict_returned_chunks(self, store):
+        out = DualTreeRetriever(document_store=store).run(
+            query="pension",
+            query_embedding=one_hot(5),
+            budgets=[{"filing_id": ACME, "item": "7", "k": 3}],
+            filters={"field": "meta.modality", "operator": "==", "value": "table"},
+        )
+        assert out["documents"] and {d.meta["modality"] for d in out["documents"]} == {"table"}
+
+    def test_ablation_switches(self, store):
+        budgets = [{"filing_id": ACME, "item": "7", "k": 1}]
+        # words point at chunk 5, the vector at chunk 14
+        runs = {
+            (s, q): DualTreeRetriever(document_store=store, beam_width=1, use_summary_tree=s, use_question_tree=q).run(
+                query="pension", query_embedding=one_hot(14), budgets=budgets
+            )
+            for s in (True, False)
+            for q in (True, False)
+        }
+        modes = {key: out["trace"]["items"][0]["mode"] for key, out in runs.items()}
+        assert modes == {
+            (True, True): "dual_tree",
+            (True, False): "summary_tree",
+            (False, True): "question_tree",
+            (False, False): "flat",
+        }
+        ids = {key: {d.id for d in out["documents"]} for key, out in runs.items()}
+        assert chunk_id(ACME, "7", 5) in ids[(True, False)] and chunk_id(ACME, "7", 14) not in ids[(True, False)]
+        assert chunk_id(ACME, "7", 14) in ids[(False, True)] and chunk_id(ACME, "7", 5) not in ids[(False, True)]
+        assert {chunk_id(ACME, "7", 5), chunk_id(ACME, "7", 14)} <= ids[(True, True)]
+        assert len(ids[(False, False)]) == 10  # flat: max(candidates_per_item, 3k) of all 16 chunks
+
+    def test_cache_hit_on_second_query(self, store):
+        calls = count_filter_calls(store)
+        r = DualTreeRetriever(document_store=store)
+        budgets = [{"filing_id": ACME, "item": "7", "k": 2}]
+        first = r.run(query="pension", query_embedding=one_hot(5), budgets=budgets)
+        assert len(calls) == 1 and first["trace"]["cache"]["loaded"] == [ACME]
+        second = r.run(query="cash", query_embedding=one_hot(9), budgets=budgets)
+        assert len(calls) == 1 and second["trace"]["cache"]["hits"] == [ACME]
+        assert second["documents"][0].id == chunk_id(ACME, "7", 9)
+        # two uncached filings are fetched with one call
+        r.run(query="cash", query_embedding=one_hot(9), budgets=[*budgets, {"filing_id": BETA, "item": "7", "k": 2}])
+        assert len(calls) == 2 and calls[-1] == {"field": "meta.filing_id", "operator": "==", "value": BETA}
+
+    def test_lru_eviction(self, store):
+        calls = count_filter_calls(store)
+        r = DualTreeRetriever(document_store=store, cache_size=1)
+        for fid in (ACME, BETA, ACME):
+            r.run(query="cash", query_embedding=one_hot(9), budgets=[{"filing_id": fid, "item": "7", "k": 1}])
+        assert len(calls) == 3
+
+    def test_new_index_run_reloads(self, store):
+        calls = count_filter_calls(store)
+        # InMemoryDocumentStore has no get_documents_by_id: give it one so the freshness probe runs
+        store.get_documents_by_id = lambda ids: [store.storage[i] for i in ids if i in store.storage]  # type: ignore[attr-defined]
+        r = DualTreeRetriever(document_store=store)
+        budgets = [{"filing_id": ACME, "item": "7", "k": 1}]
+        r.run(query="cash", query_embedding=one_hot(9), budgets=budgets)
+        r.run(query="cash", query_embedding=one_hot(9), budgets=budgets)
+        assert len(calls) == 1
+        store.write_documents([filing_node(ACME, run="run-2")], policy=DuplicatePolicy.OVERWRITE)
+        out = r.run(query="cash", query_embedding=one_hot(9), budgets=budgets)
+        assert len(calls) == 2 and out["trace"]["cache"]["stale"] == [ACME]
+        r.run(query="cash", query_embedding=one_hot(9), budgets=budgets)
+        assert len(calls) == 2
+
+    def test_preload_fills_cache_in_one_fetch(self, store):
+        calls = count_filter_calls(store)
+        r = DualTreeRetriever(document_store=store)
+        assert sorted(r.preload()) == [ACME, BETA]
+        assert len(calls) == 2  # filing nodes, then all nodes of both filings at once
+        out = r.run(query="cash", query_embedding=one_hot(9), budgets=[{"filing_id": BETA, "item": "7", "k": 1}])
+        assert len(calls) == 2 and out["trace"]["cache"]["hits"] == [BETA]
+
+    def test_index_run_hint_in_budget(self, store):
+        calls = count_filter_calls(store)
+        r = DualTreeRetriever(document_store=store)
+        for run in ("run-1", "run-1", "run-2"):
+            r.run(
+                query="cash",
+                query_embedding=one_hot(9),
+                budgets=[{"filing_id": ACME, "item": "7", "k": 1, "index_run": run}],
+            )
+        assert len(calls) == 2
+
+    def test_unknown_filing_and_item_are_traced(self, store):
+        out = DualTreeRetriever(document_store=store).run(
+            query="cash",
+            query_embedding=one_hot(9),
+            budgets=[{"filing_id": "NOPE", "item": "7", "k": 1}, {"filing_id": ACME, "item": "8", "k": 1}],
+        )
+        assert out["documents"] == []
+        assert [t["mode"] for t in out["trace"]["items"]] == ["missing", "missing"]
+
+    def test_error_when_chunk_embeddings_missing(self):
+        s = InMemoryDocumentStore(index=f"dtr-{uuid.uuid4().hex}")
+        s.write_documents([filing_node(ACME), *item_documents(ACME, "7", embed=False)])
+        r = DualTreeRetriever(document_store=s)
+        with pytest.raises(ValueError, match="return_embedding=True"):
+            r.run(query="cash", query_embedding=one_hot(9), budgets=[{"filing_id": ACME, "item": "7", "k": 1}])
+        release_store(s)
+
+    def test_error_when_store_does_not_return_embeddings(self):
+        from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+        s = QdrantDocumentStore(location=":memory:", index=f"dtr{uuid.uuid4().hex}", embedding_dim=DIM)
+        with pytest.raises(ValueError, match="return_embedding=True"):
+            DualTreeRetriever(document_store=s).warm_up()
+        release_store(s)
+
+    def test_warm_up_is_idempotent(self, store):
+        r = DualTreeRetriever(document_store=store)
+        r.warm_up()
+        bound = r._store
+        r.warm_up()
+        assert r._store is bound
+
+    def test_pipeline_with_text_embedder_and_round_trip(self, store):
+        pipe = Pipeline()
+        pipe.add_component("embedder", MockTextEmbedder(embedding=one_hot(5)))
+        pipe.add_component("retriever", DualTreeRetriever(document_store=store, top_k=1))
+        pipe.connect("embedder.embedding", "retriever.query_embedding")
+        data = {
+            "embedder": {"text": "pension"},
+            "retriever": {"query": "pension", "filters": {"field": "meta.filing_id", "operator": "==", "value": BETA}},
+        }
+        result = pipe.run(data)
+        assert result["retriever"]["documents"][0].id == chunk_id(BETA, "7", 5)
+        restored = Pipeline.loads(pipe.dumps(), allowed_modules=["haystack_fin"])
+        assert restored.to_dict() == pipe.to_dict()
+        again = restored.run(data)  # the restored InMemoryDocumentStore shares the original's storage (same index)
+        assert [d.id for d in again["retriever"]["documents"]] == [d.id for d in result["retriever"]["documents"]]
+
+    @pytest.mark.integration
+    def test_qdrant_store(self):
+        from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+        s = QdrantDocumentStore(
+            location=":memory:", index=f"dtr{uuid.uuid4().hex}", embedding_dim=DIM, return_embedding=True
+        )
+        s.write_documents([filing_node(ACME), *item_documents(ACME, "7"), *item_documents(ACME, "1A", False)])
+        r = DualTreeRetriever(document_store=s)
+        budgets = [{"filing_id": ACME, "item": "7", "k": 2}, {"filing_id": ACME, "item": "1A", "k": 2}]
+        first = r.run(query="pension", query_embedding=one_hot(5), budgets=budgets)
+        assert first["documents"][0].id in {chunk_id(ACME, "7", 5), chunk_id(ACME, "1A", 5)}
+        assert [t["mode"] for t in first["trace"]["items"]] == ["dual_tree", "flat"]
+        second = r.run(query="pension", query_embedding=one_hot(5), budgets=budgets)
+        assert second["trace"]["cache"]["hits"] == [ACME]
+        s.write_documents([filing_node(ACME, run="run-2")], policy=DuplicatePolicy.OVERWRITE)
+        third = r.run(query="pension", query_embedding=one_hot(5), budgets=budgets)
+        assert third["trace"]["cache"]["stale"] == [ACME]
+        release_store(s)

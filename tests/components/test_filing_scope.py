@@ -1,0 +1,240 @@
+"""FilingScope over filing nodes in an InMemoryDocumentStore (no Qdrant needed).
+
+The 22 filing nodes carry the company, form and period values ``detect_filing_meta`` reads from the FinanceBench
+open-source PDFs; the questions are our own paraphrases.
+"""
+
+import json
+
+import pytest
+from haystack import Document, Pipeline
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.core.serialization import component_from_dict, component_to_dict
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from haystack_fin.components.filing_scope import FilingScope
+
+# filing_id, company, ticker, form, fiscal_year, fiscal_quarter, period_end, period, 8-K items
+FILINGS = [
+    ("ACTIVISIONBLIZZARD_2019_10K", "ACTIVISION BLIZZARD, INC.", "ATVI", "10-K", 2019, None, "2019-12-31", "FY2019",
+     ()),
+    ("BESTBUY_2017_10K", "BEST BUY CO., INC.", "", "10-K", 2017, None, "2017-01-28", "FY2017", ()),
+    ("BESTBUY_2019_10K", "BEST BUY CO., INC.", "", "10-K", 2019, None, "2019-02-02", "FY2019", ()),
+    ("BESTBUY_2023_10K", "BEST BUY CO., INC.", "BBY", "10-K", 2023, None, "2023-01-28", "FY2023", ()),
+    ("BESTBUY_2024Q2_10Q", "BEST BUY CO., INC.", "BBY", "10-Q", 2024, 2, "2023-07-29", "FY2024 Q2", ()),
+    ("COCACOLA_2017_10K", "THE COCA-COLA COMPANY", "", "10-K", 2017, None, "2017-12-31", "FY2017", ()),
+    ("MGMRESORTS_2018_10K", "MGM RESORTS INTERNATIONAL", "", "10-K", 2018, None, "2018-12-31", "FY2018", ()),
+    ("MGMRESORTS_2020_10K", "MGM RESORTS INTERNATIONAL", "MGM", "10-K", 2020, None, "2020-12-31", "FY2020", ()),
+    ("MGMRESORTS_2022Q4_EARNINGS", "MGM Resorts International", "MGM", "earnings_release", 2022, 4, "2022-12-31",
+     "FY2022 Q4", ()),
+    ("MGMRESORTS_2022_10K", "MGM Resorts International", "MGM", "10-K", 2022, None, "2022-12-31", "FY2022", ()),
+    ("MGMRESORTS_2023Q2_10Q", "MGM Resorts International", "MGM", "10-Q", 2023, 2, "2023-06-30", "FY2023 Q2", ()),
+    ("MICROSOFT_2016_10K", "MICROSOFT CORPORATION", "", "10-K", 2016, None, "2016-06-30", "FY2016", ()),
+    ("MICROSOFT_2023_10K", "MICROSOFT CORPORATION", "MSFT", "10-K", 2023, None, "2023-06-30", "FY2023", ()),
+    ("NETFLIX_2015_10K", "Netflix, Inc.", "", "10-K", 2015, None, "2015-12-31", "FY2015", ()),
+    ("NETFLIX_2017_10K", "Netflix, Inc.", "", "10-K", 2017, None, "2017-12-31", "FY2017", ()),
+    ("PEPSICO_2021_10K", "PepsiCo, Inc.", "PEP", "10-K", 2021, None, "2021-12-25", "FY2021", ()),
+    ("PEPSICO_2022_10K", "PepsiCo, Inc.", "PEP", "10-K", 2022, None, "2022-12-31", "FY2022", ()),
+    ("PEPSICO_2023Q1_EARNINGS", "PepsiCo, Inc.", "PEP", "earnings_release", 2023, 1, "2023-03-25", "FY2023 Q1", ()),
+    ("PEPSICO_2023_8K_dated-2023-05-05", "PepsiCo, Inc.", "PEP", "8-K", 2023, None, "2023-05-03", "2023-05-03",
+     ("5.07",)),
+    ("PEPSICO_2023_8K_dated-2023-05-30", "PepsiCo, Inc.", "PEP", "8-K", 2023, None, "2023-05-26", "2023-05-26",
+     ("8.01", "9.01")),
+    ("VERIZON_2021_10K", "Verizon Communications Inc.", "VZ", "10-K", 2021, None, "2021-12-31", "FY2021", ()),
+    ("VERIZON_2022_10K", "Verizon Communications Inc.", "VZ", "10-K", 2022, None, "2022-12-31", "FY2022", ()),
+]  # fmt: skip
+ALL_IDS = {row[0] for row in FILINGS}
+
+
+def filing_node(fid, company, ticker, form, fiscal_year, fiscal_quarter, period_end, period, items) -> Document:
+    """A filing node shaped like FilingSplitter's: one per filing, meta node_type="filing"."""
+    meta = {
+        "node_type": "filing",
+        "filing_id": fid,
+        "company": company,
+        "form": form,
+        "period": period,
+        "fiscal_year": fiscal_year,
+        "fiscal_quarter": fiscal_quarter,
+        "period_end": period_end,
+        "ticker": ticker,
+        "items": [{"item": "cover", "title": "Cover page and table of contents"}]
+        + [{"item": code, "title": "", "start_page": 1, "end_page": 1} for code in items],
+        "n_pages": 10,
+    }
+    return Document(id=f"{fid}#filing", content=f"{company} {form} {period}", meta=meta)
+
+
+def chunk(fid: str) -> Document:
+    return Document(id=f"{fid}#chunk-00000", content="Revenue grew.", meta={"node_type": "chunk", "filing_id": fid})
+
+
+@pytest.fixture
+def store() -> InMemoryDocumentStore:
+    s = InMemoryDocumentStore()
+    s.write_documents([filing_node(*row) for row in FILINGS] + [chunk(row[0]) for row in FILINGS])
+    return s
+
+
+class CountingStore(InMemoryDocumentStore):
+    """Counts filter_documents calls (to check caching and that __init__ does no I/O)."""
+
+    calls = 0
+
+    def filter_documents(self, filters=None):
+        type(self).calls += 1
+        return super().filter_documents(filters)
+
+
+class TestFilingScope:
+    def test_init_defaults(self, store):
+        scope = FilingScope(document_store=store)
+        assert scope.document_store is store
+        assert scope.max_filings == 3
+        assert scope.aliases is None
+
+    def test_init_does_no_io(self):
+        CountingStore.calls = 0
+        FilingScope(document_store=CountingStore())
+        assert CountingStore.calls == 0
+
+    @pytest.mark.parametrize("bad", [0, -1, 1.5])
+    def test_init_rejects_bad_max_filings(self, store, bad):
+        with pytest.raises(ValueError, match="max_filings"):
+            FilingScope(document_store=store, max_filings=bad)
+
+    def test_init_rejects_bad_aliases(self, store):
+        with pytest.raises(ValueError, match="aliases"):
+            FilingScope(document_store=store, aliases={"KO": "coke"})
+
+    def test_to_dict(self, store):
+        # No to_dict of its own: every init argument is a same-named attribute, which Haystack serializes.
+        d = component_to_dict(FilingScope(document_store=store, max_filings=2, aliases={"KO": ["coke"]}), "scope")
+        assert d["type"] == "haystack_fin.components.filing_scope.FilingScope"
+        params = d["init_parameters"]
+        assert params["max_filings"] == 2
+        assert params["aliases"] == {"KO": ["coke"]}
+        assert params["document_store"]["type"].endswith("InMemoryDocumentStore")
+
+    def test_from_dict(self, store):
+        scope = FilingScope(document_store=store, max_filings=2, aliases={"KO": ["coke"]})
+        restored = component_from_dict(FilingScope, component_to_dict(scope, "scope"), "scope")
+        assert isinstance(restored.document_store, InMemoryDocumentStore)
+        assert (restored.max_filings, restored.aliases) == (2, {"KO": ["coke"]})
+
+    def test_pipeline_yaml_roundtrip(self, store):
+        pipe = Pipeline()
+        pipe.add_component("scope", FilingScope(document_store=store))
+        loaded = Pipeline.loads(pipe.dumps(), allowed_modules=["haystack_fin"])
+        assert loaded.to_dict() == pipe.to_dict()
+
+    def test_warm_up_is_idempotent_and_caches_profiles(self):
+        CountingStore.calls = 0
+        counting = CountingStore()
+        counting.write_documents([filing_node(*row) for row in FILINGS])
+        scope = FilingScope(document_store=counting)
+        scope.warm_up()
+        scope.warm_up()
+        scope.run(query="What was Netflix's FY2015 revenue?")
+        scope.run(query="What was Netflix's FY2017 revenue?")
+        assert CountingStore.calls == 1
+        assert len(scope.profiles) == 22  # chunks are not read as profiles
+
+    def test_run_scopes_to_the_asked_filing(self, store):
+        result = FilingScope(document_store=store).run(query="Is Best Buy's quick ratio healthy as of Q2 FY2024?")
+        assert result["filing_ids"] == ["BESTBUY_2024Q2_10Q"]
+        assert result["filters"] == {"field": "meta.filing_id", "operator": "in", "value": ["BESTBUY_2024Q2_10Q"]}
+        assert result["scope"]["scoped"] is True
+        assert "Q2 matched fiscal_quarter=2" in result["scope"]["matches"][0]["reasons"]
+        json.dumps(result["scope"])
+
+    def test_filters_select_the_chunks_of_the_scope(self, store):
+        result = FilingScope(document_store=store).run(query="How did PepsiCo shareholders vote on May 3, 2023?")
+        chunks = store.filter_documents(
+            {"operator": "AND", "conditions": [result["filters"], {"field": "meta.node_type", "operator": "==",
+                                                                   "value": "chunk"}]}
+        )  # fmt: skip
+        assert [d.meta["filing_id"] for d in chunks] == ["PEPSICO_2023_8K_dated-2023-05-05"]
+
+    def test_run_year_disambiguation_and_ranking(self, store):
+        scope = FilingScope(document_store=store)
+        assert scope.run(query="What were Verizon's derivatives in FY 2021?")["filing_ids"] == ["VERIZON_2021_10K"]
+        assert scope.run(query="How much did Pepsico spend on buybacks in 2022?")["filing_ids"] == ["PEPSICO_2022_10K"]
+        assert scope.run(query="Which MGM region grew most in FY2022?")["filing_ids"] == [
+            "MGMRESORTS_2022_10K",
+            "MGMRESORTS_2022Q4_EARNINGS",
+        ]
+
+    def test_max_filings(self, store):
+        result = FilingScope(document_store=store, max_filings=1).run(query="How did MGM's debt evolve?")
+        assert result["filing_ids"] == ["MGMRESORTS_2022_10K"]
+
+    def test_run_override(self, store):
+        result = FilingScope(document_store=store).run(
+            query="What was Best Buy's FY2019 revenue?", filing_ids=["NETFLIX_2015_10K"]
+        )
+        assert result["filing_ids"] == ["NETFLIX_2015_10K"]
+        assert result["filters"]["value"] == ["NETFLIX_2015_10K"]
+        assert result["scope"]["reason"].startswith("explicit filing filter")
+
+    def test_run_unscoped_returns_every_filing(self, store):
+        result = FilingScope(document_store=store).run(query="What is the quick ratio in FY2022?")
+        assert set(result["filing_ids"]) == ALL_IDS
+        assert set(result["filters"]["value"]) == ALL_IDS
+        assert result["scope"]["scoped"] is False
+        assert "no company mentioned" in result["scope"]["reason"]
+
+    def test_run_typo_and_ticker(self, store):
+        scope = FilingScope(document_store=store)
+        assert scope.run(query="What was Netflx's FY2017 revenue?")["filing_ids"] == ["NETFLIX_2017_10K"]
+        assert scope.run(query="MSFT operating margin in fiscal 2023")["filing_ids"] == ["MICROSOFT_2023_10K"]
+
+    def test_aliases(self, store):
+        scope = FilingScope(document_store=store, aliases={"THE COCA-COLA COMPANY": ["Coke"]})
+        result = scope.run(query="What was Coke's return on assets in FY2017?")
+        assert result["filing_ids"] == ["COCACOLA_2017_10K"]
+        assert result["scope"]["companies"][0]["how"] == "alias"
+
+    def test_refresh_reads_new_filings(self, store):
+        scope = FilingScope(document_store=store)
+        question = "What did Netflix report for FY2019?"
+        assert scope.run(query=question)["filing_ids"][0] == "NETFLIX_2017_10K"
+        store.write_documents(
+            [filing_node("NETFLIX_2019_10K", "Netflix, Inc.", "NFLX", "10-K", 2019, None, "2019-12-31", "FY2019", ())]
+        )
+        assert scope.run(query=question)["filing_ids"][0] == "NETFLIX_2017_10K"  # cached
+        assert scope.run(query=question, refresh=True)["filing_ids"] == ["NETFLIX_2019_10K"]
+
+    def test_empty_store(self):
+        result = FilingScope(document_store=InMemoryDocumentStore()).run(query="What was Netflix's revenue?")
+        assert result["filing_ids"] == [] and result["filters"] == {}
+        assert result["scope"]["scoped"] is False
+
+    def test_in_pipeline(self, store):
+        pipe = Pipeline()
+        pipe.add_component("scope", FilingScope(document_store=store))
+        out = pipe.run({"scope": {"query": "Did MGM Resorts' revenue grow in Q4 2022 per its earnings release?"}})
+        assert out["scope"]["filing_ids"] == ["MGMRESORTS_2022Q4_EARNINGS"]
+
+    def test_connects_to_a_retriever(self, store):
+        pipe = Pipeline()
+        pipe.add_component("scope", FilingScope(document_store=store))
+        pipe.add_component("retriever", InMemoryBM25Retriever(document_store=store, top_k=5))
+        pipe.connect("scope.filters", "retriever.filters")
+        question = "How did Netflix's revenue grow in FY2015?"
+        out = pipe.run({"scope": {"query": question}, "retriever": {"query": question}})
+        assert {d.meta["filing_id"] for d in out["retriever"]["documents"]} == {"NETFLIX_2015_10K"}
+
+    def test_docstring_example(self):
+        store = InMemoryDocumentStore()
+        store.write_documents(
+            [
+                Document(id="BBY-2023#filing", content="", meta={"node_type": "filing", "filing_id": "BBY-2023",
+                         "company": "BEST BUY CO., INC.", "form": "10-K", "fiscal_year": 2023, "period": "FY2023"}),
+                Document(id="BBY-2024Q2#filing", content="", meta={"node_type": "filing", "filing_id": "BBY-2024Q2",
+                         "company": "BEST BUY CO., INC.", "form": "10-Q", "fiscal_year": 2024, "fiscal_quarter": 2}),
+            ]
+        )  # fmt: skip
+        result = FilingScope(document_store=store).run(query="Is Best Buy's quick ratio healthy as of Q2 FY2024?")
+        assert result["filing_ids"] == ["BBY-2024Q2"]
+        assert result["filters"] == {"field": "meta.filing_id", "operator": "in", "value": ["BBY-2024Q2"]}
