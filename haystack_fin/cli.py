@@ -179,8 +179,9 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
     pipe = load_pipeline(
         "query", args.store, args.qdrant_url, args.index, transform=None if generate else strip_generation
     )
-    for name in ("router", "retriever", "ranker"):
+    for name in ("router", "retriever", "window"):
         pipe.get_component(name).top_k = args.k
+    pipe.get_component("ranker").top_k = 2 * args.k
     inputs: dict[str, Any] = {
         "embedder": {"text": question},
         "scope": {"query": question, "filing_ids": [args.filing] if args.filing else None},
@@ -191,7 +192,7 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
     if generate:
         inputs.update({"prompt_builder": {"query": question}, "answer_builder": {"query": question}})
     try:
-        result = pipe.run(inputs, include_outputs_from={"scope", "router", "retriever", "ranker"})
+        result = pipe.run(inputs, include_outputs_from={"scope", "router", "retriever", "ranker", "window"})
     finally:
         from haystack_fin.store_registry import release_store
 
@@ -201,14 +202,14 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
         answer = result["answer_builder"]["answers"][0].data
     return {
         "answer": answer,
-        "passages": [_passage(d) for d in result["ranker"]["documents"]],
+        "passages": [_passage(d) for d in result["window"]["documents"]],
         "trace": {
             "generation": "ollama" if generate else f"skipped: Ollama not reachable at {llm_url}",
             "scope": result["scope"]["scope"],
             "routing": result["router"]["routing"],
             "retrieval": result["retriever"]["trace"],
             "rerank": result["ranker"]["trace"],
-            "tree_paths": {d.id: d.meta.get("retrieval", {}).get("tree_paths") for d in result["ranker"]["documents"]},
+            "tree_paths": {d.id: d.meta.get("retrieval", {}).get("tree_paths") for d in result["window"]["documents"]},
         },
     }
 

@@ -105,10 +105,12 @@ class HaystackFinRetrieval:
             query=question, query_embedding=embedding, budgets=budgets, top_k=k_candidates
         )["documents"]
         if "reranker" in self.ablate:
-            return sorted(docs, key=lambda d: -(d.score or 0.0))[: self.top_k]
-        return p.get_component("ranker").run(
-            query=question, documents=docs, query_embedding=embedding, top_k=self.top_k
-        )["documents"]
+            ranked = sorted(docs, key=lambda d: -(d.score or 0.0))[: 2 * self.top_k]
+        else:
+            ranked = p.get_component("ranker").run(
+                query=question, documents=docs, query_embedding=embedding, top_k=2 * self.top_k
+            )["documents"]
+        return p.get_component("window").run(documents=ranked, top_k=self.top_k)["documents"]
 
     def _uniform_budgets(self, filing_ids: list[str], k: int) -> list[dict[str, Any]]:
         """FLAM ablated: every Item with chunks gets an equal share (at least one candidate slot)."""

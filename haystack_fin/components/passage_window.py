@@ -1,0 +1,113 @@
+import logging
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.document_stores.types import DocumentStore
+
+from haystack_fin.core import schema
+from haystack_fin.core.windows import WindowPart, build_window, chunk_index, join_texts, neighbour_ids
+from haystack_fin.store_registry import shared_store
+
+logger = logging.getLogger(__name__)
+
+
+def _part(doc: Document) -> WindowPart:
+    return WindowPart(
+        doc.id,
+        doc.content or "",
+        str(doc.meta.get(schema.ITEM) or ""),
+        doc.meta.get(schema.TABLE_ID) or None,
+        list(doc.meta.get(schema.PAGE_NUMBERS) or []),
+    )
+
+
+@component
+class PassageWindow:
+    """Grows each ranked chunk into a passage of its neighbouring chunks (small-to-big retrieval).
+
+    Expects chunks from ``FilingSplitter`` (deterministic ids ``<filing_id>#chunk-00012``), ranked best first, e.g.
+    from ``TwoStageRanker``. For each, the ``radius`` chunks before and after are fetched by id (a direct lookup, no
+    scan) and added in reading order while they belong to the same Item (a table block grows only with blocks of
+    the same table) and the passage stays within ``max_words``. A chunk already inside a better-ranked passage is
+    skipped, so passages never repeat text. The passage keeps the hit's id, score and meta; ``content`` becomes the
+    window, ``page_numbers`` the union of its pages, and ``meta["window"]`` lists the chunk ids it holds.
+
+    Usage example:
+    ```python
+    from haystack_fin.components.passage_window import PassageWindow
+
+    window = PassageWindow(document_store=store, max_words=400, top_k=5)
+    passages = window.run(documents=ranked_chunks)["documents"]
+    ```
+    """
+
+    def __init__(self, document_store: DocumentStore, radius: int = 3, max_words: int = 400, top_k: int | None = None):
+        """
+        :param document_store: the index holding the chunks.
+        :param radius: at most this many chunks on each side are considered.
+        :param max_words: word budget of one passage (the hit alone may exceed it).
+        :param top_k: passages to return (None = as many as there are distinct hits).
+        """
+        if radius < 0 or max_words < 1:
+            raise ValueError(f"radius must be >= 0 and max_words >= 1, got {radius}, {max_words}")
+        self.document_store = document_store
+        self.radius = radius
+        self.max_words = max_words
+        self.top_k = top_k
+        self._store: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            radius=self.radius,
+            max_words=self.max_words,
+            top_k=self.top_k,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PassageWindow":
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        if self._store is None:
+            self._store = shared_store(self.document_store)
+
+    def _fetch(self, ids: list[str]) -> dict[str, Document]:
+        if not ids:
+            return {}
+        if hasattr(self._store, "get_documents_by_id"):
+            docs = self._store.get_documents_by_id(ids)
+        else:
+            docs = self._store.filter_documents({"field": "id", "operator": "in", "value": ids})
+        return {d.id: d for d in docs}
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
+        """
+        Expand ranked chunks into passages.
+
+        :param documents: ranked chunks, best first.
+        :param top_k: passages to return; None = the init value.
+        :returns: ``documents``: the passages, in the input order.
+        """
+        self.warm_up()
+        k = self.top_k if top_k is None else top_k
+        wanted = [nid for d in documents if chunk_index(d.id) is not None for nid in neighbour_ids(d.id, self.radius)]
+        known = {d.id: d for d in documents}
+        fetched = self._fetch([i for i in dict.fromkeys(wanted) if i not in known])
+        parts = {i: _part(d) for i, d in {**fetched, **known}.items()}
+        covered: set[str] = set()
+        out: list[Document] = []
+        for doc in documents:
+            if doc.id in covered:
+                continue
+            window = [p for p in build_window(_part(doc), parts, self.radius, self.max_words) if p.id not in covered]
+            covered.update(p.id for p in window)
+            pages = sorted({pg for p in window for pg in p.pages})
+            meta = {**doc.meta, schema.PAGE_NUMBERS: pages, "window": [p.id for p in window], "chunk_text": doc.content}
+            out.append(replace(doc, content=join_texts([p.text for p in window]), meta=meta))
+            if k is not None and len(out) >= k:
+                break
+        return {"documents": out}

@@ -1,0 +1,90 @@
+"""Small-to-big passages: grow a retrieved chunk into a window of its neighbours in the same Item.
+
+Chunks are cut small (~200 word pieces) so that a 256-token embedder reads all of each; an analyst, an LLM and
+the evidence-recall metric need more context than that. A window adds the chunks before and after the hit, in
+reading order, while they belong to the same Item (and, for a table block, to the same table) and the window stays
+within a word budget.
+"""
+
+import re
+from dataclasses import dataclass
+
+_CHUNK_INDEX = re.compile(r"#chunk-(\d+)$")
+
+
+@dataclass
+class WindowPart:
+    """One chunk as the window logic sees it."""
+
+    id: str
+    text: str
+    item: str
+    table_id: str | None
+    pages: list[int]
+
+
+def chunk_index(chunk_id: str) -> int | None:
+    """Position of a chunk from its deterministic id ("<filing_id>#chunk-00012" -> 12)."""
+    m = _CHUNK_INDEX.search(chunk_id)
+    return int(m.group(1)) if m else None
+
+
+def neighbour_ids(chunk_id: str, radius: int) -> list[str]:
+    """Ids of the ``radius`` chunks before and after ``chunk_id`` (not checked for existence)."""
+    idx = chunk_index(chunk_id)
+    if idx is None:
+        return []
+    prefix = chunk_id[: chunk_id.rindex("#chunk-")]
+    return [f"{prefix}#chunk-{i:05d}" for i in range(max(0, idx - radius), idx + radius + 1) if i != idx]
+
+
+def _compatible(core: WindowPart, other: WindowPart) -> bool:
+    if other.item != core.item:
+        return False
+    if core.table_id:  # a table grows only with the other blocks of the same table
+        return other.table_id == core.table_id
+    return not other.table_id
+
+
+def build_window(core: WindowPart, neighbours: dict[str, WindowPart], radius: int, max_words: int) -> list[WindowPart]:
+    """The window around ``core``: neighbours added alternately after and before it while compatible and while the
+    window stays within ``max_words``. Returned in reading order; ``core`` is always included."""
+    idx = chunk_index(core.id)
+    if idx is None:
+        return [core]
+    prefix = core.id[: core.id.rindex("#chunk-")]
+    words = len(core.text.split())
+    before: list[WindowPart] = []
+    after: list[WindowPart] = []
+    open_before, open_after = True, True
+    for step in range(1, radius + 1):
+        for side in ("after", "before"):
+            if (side == "after" and not open_after) or (side == "before" and not open_before):
+                continue
+            j = idx + step if side == "after" else idx - step
+            part = neighbours.get(f"{prefix}#chunk-{j:05d}") if j >= 0 else None
+            if part is None or not _compatible(core, part) or words + len(part.text.split()) > max_words:
+                if side == "after":
+                    open_after = False
+                else:
+                    open_before = False
+                continue
+            words += len(part.text.split())
+            (after if side == "after" else before).append(part)
+    return [*reversed(before), core, *after]
+
+
+def join_texts(parts: list[str]) -> str:
+    """Concatenate chunk texts, dropping the overlap a chunk repeats from its predecessor (whole sentences)."""
+    out = ""
+    for text in parts:
+        if not out:
+            out = text
+            continue
+        cut = 0
+        head = text[:800]
+        for m in re.finditer(r"[.!?:;]\s", head):
+            if out.rstrip().endswith(head[: m.start() + 1].strip()):
+                cut = m.end()
+        out = f"{out}\n{text[cut:].lstrip()}" if cut < len(text) else out
+    return out
