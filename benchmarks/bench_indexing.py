@@ -24,17 +24,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import pymupdf  # noqa: E402
-from haystack import Document, Pipeline  # noqa: E402
-from haystack.components.preprocessors import DocumentSplitter  # noqa: E402
-from haystack.components.writers import DocumentWriter  # noqa: E402
-from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: E402
-from haystack_integrations.components.embedders.sentence_transformers import (  # noqa: E402
+import pymupdf
+from haystack import Document, Pipeline
+from haystack.components.preprocessors import DocumentSplitter
+from haystack.components.writers import DocumentWriter
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack_integrations.components.embedders.sentence_transformers import (
     SentenceTransformersDocumentEmbedder,
 )
 
-from haystack_fin.core.models import DEFAULT_EMBEDDER, resolve_model  # noqa: E402
-from haystack_fin.pipeline_loader import load_pipeline  # noqa: E402
+from haystack_fin.core.models import DEFAULT_EMBEDDER, resolve_model
+from haystack_fin.pipeline_loader import load_pipeline
 
 logger = logging.getLogger("bench_indexing")
 
@@ -55,7 +55,9 @@ def plain_pipeline(model: str) -> tuple[Pipeline, InMemoryDocumentStore]:
 
 def plain_index(pipe: Pipeline, pdf: Path) -> int:
     with pymupdf.open(pdf) as doc:
-        pages = [Document(content=page.get_text(), meta={"file": pdf.stem, "page": i + 1}) for i, page in enumerate(doc)]
+        pages = [
+            Document(content=page.get_text(), meta={"file": pdf.stem, "page": i + 1}) for i, page in enumerate(doc)
+        ]
     return pipe.run({"splitter": {"documents": pages}})["writer"]["documents_written"]
 
 

@@ -15,7 +15,7 @@ INDEXING_YAML = pipelines_dir() / "indexing.yaml"
 def test_yaml_loads_with_pipeline_load_and_round_trips():
     with open(INDEXING_YAML) as fp:
         pipe = Pipeline.load(fp, allowed_modules=ALLOWED_MODULES)
-    assert set(pipe.to_dict()["components"]) == {"converter", "splitter", "embedder", "writer"}
+    assert set(pipe.to_dict()["components"]) == {"converter", "splitter", "embedder", "tree_builder", "writer"}
     again = Pipeline.loads(pipe.dumps(), allowed_modules=ALLOWED_MODULES).to_dict()
     assert again["components"] == pipe.to_dict()["components"]
     as_set = lambda d: {(c["sender"], c["receiver"]) for c in d["connections"]}  # noqa: E731

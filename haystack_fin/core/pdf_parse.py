@@ -25,6 +25,8 @@ TableFinder = Literal["layout", "pymupdf", "none"]
 _MIN_IMAGE_SIDE = 72.0
 _CAPTION_DISTANCE = 36.0
 _SENTENCE_END = re.compile(r"[.:;!?)\]”\"]$")
+# Item and Part headings stay in the running text even when the table detector takes them for a table caption.
+_STRUCTURE_LINE = re.compile(r"^\s*(PART\s+[IV]+\b|I\s?T\s?E\s?M\s*\d)", re.IGNORECASE)
 
 
 @dataclass
@@ -112,7 +114,8 @@ def _paragraphs(lines: list[_Line], page_no: int, body_size: float) -> list[Elem
         x0 = min(ln.bbox[0] for ln in current)
         bbox = (x0, current[0].bbox[1], max(ln.bbox[2] for ln in current), current[-1].bbox[3])
         bold = all(ln.bold for ln in current)
-        heading = len(current) == 1 and _is_heading_line(current[0], body_size)
+        # A heading may wrap over several lines ("Risks related to ... results of" / "operations.").
+        heading = all(_is_heading_line(ln, body_size) for ln in current) and len(text.split()) <= 40
         elements.append(
             Element("text", text, page_no, bbox=bbox, font_size=current[0].size, bold=bold, is_heading=heading)
         )
@@ -127,8 +130,8 @@ def _paragraphs(lines: list[_Line], page_no: int, body_size: float) -> list[Elem
                 gap > 0.6 * line_h
                 or abs(ln.size - prev.size) > 0.6
                 or ln.bold != prev.bold
-                or _is_heading_line(ln, body_size)
-                or _is_heading_line(prev, body_size)
+                or _is_heading_line(ln, body_size) != _is_heading_line(prev, body_size)
+                or (_is_heading_line(ln, body_size) and ln.text[:4].lower() in ("item", "part"))
                 or (_SENTENCE_END.search(prev.text) is not None and ln.bbox[0] > prev.bbox[0] + 8)
             )
             if new_para:
@@ -213,7 +216,11 @@ def parse_pdf_filing(
                     tables = find_tables_pymupdf(page, words=words)
             # Table bodies and their caption/units lines live in the table chunk, not in the running text.
             regions = [t.bbox for t in tables] + [_words_bbox(words, t.caption_word_indices) for t in tables]
-            text_lines = [ln for ln in lines if not any(r and _inside(ln.bbox, r) for r in regions)]
+            text_lines = [
+                ln
+                for ln in lines
+                if _STRUCTURE_LINE.match(ln.text) or not any(r and _inside(ln.bbox, r) for r in regions)
+            ]
             page_elements = _paragraphs(text_lines, page_no, body_size)
             for table in tables:
                 rows_text = "\n".join(" | ".join(c for c in row if c) for row in table.table.rows)

@@ -135,7 +135,8 @@ _EXHIBIT_HEADING = re.compile(r"^\s*(?:EX(?:HIBIT)?[\s\-]*)(\d{1,3}(?:\.\d{1,2})
 _MIN_TITLE_MATCH = 7
 # Many 10-Ks put the audited statements on F-pages after Item 15/16 and make Item 8 a one-line pointer to them.
 _STATEMENTS_START = re.compile(
-    r"^\s*(index to (the )?(consolidated )?financial statements|report of independent registered public accounting"
+    r"(?:^|\b(?:inc|corp|corporation|company|ltd|llc|plc|co)\.?\s+)"  # "NETFLIX, INC. INDEX TO ..."
+    r"(index to (the )?(consolidated )?financial statements|report of independent registered public accounting"
     r" firm|consolidated (balance sheets?|statements? of (operations|income|earnings)))\b",
     re.IGNORECASE,
 )
@@ -305,8 +306,10 @@ def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
         if stub_pages <= _ITEM8_STUB_PAGES:
             for i in range(chain[-1].index + 1, len(elements)):
                 el = elements[i]
-                if el.kind == "text" and len(el.text) <= 120 and _STATEMENTS_START.match(el.text):
-                    starts.append((i, "8", item8.spec.title, item8.spec.part, el.text))
+                # The statements' first heading may have become a table's caption ("Index to Financial Statements").
+                head = el.text if el.kind == "text" else (el.table.title if el.table is not None else "")
+                if len(head) <= 120 and _STATEMENTS_START.search(head[:80]):
+                    starts.append((i, "8", item8.spec.title, item8.spec.part, head))
                     break
     if family == "8-K":
         for i in range(chain[-1].index + 1, len(elements)):

@@ -1,0 +1,452 @@
+import logging
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.core.serialization import component_to_dict
+from haystack.dataclasses import ChatMessage
+from haystack.utils import deserialize_component_inplace
+from tqdm import tqdm
+
+from haystack_fin.components.document_embedder import FinDocumentEmbedder
+from haystack_fin.core import schema
+from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.schema import Modality, NodeType
+from haystack_fin.core.text import estimate_tokens
+from haystack_fin.core.trees import (
+    DEFAULT_MAX_CLUSTER_SIZE,
+    DEFAULT_REDUCER,
+    DEFAULT_SOFT_THRESHOLD,
+    REDUCERS,
+    TreeNode,
+    TreeTopology,
+    build_tree_topology,
+    clean_row_label,
+    extractive_summary,
+    markdown_row_labels,
+    metric_terms,
+    parse_node_reply,
+    rank_term_concepts,
+    table_periods,
+    template_questions,
+    term_mentions,
+)
+
+logger = logging.getLogger(__name__)
+
+# Meta keys added by the tree builder (schema.py names the shared tree keys; these are specific to the trees).
+TWIN_ID = "twin_id"
+LEAF_IDS = "leaf_ids"
+TREE_PARENT_IDS = "tree_parent_ids"
+# AutoMergingRetriever requires __block_size on the leaves it merges; here it is the estimated word pieces covered.
+TREE_BLOCK_SIZE = "__block_size"
+GENERATED_BY = "generated_by"
+CONTEXT = "context"
+
+# Filing-level fields copied from an Item's chunks onto its tree nodes, so filing-scope filters match them too.
+_COPIED_FIELDS = (
+    schema.FILING_ID,
+    schema.COMPANY,
+    schema.FORM,
+    schema.PERIOD,
+    schema.FISCAL_YEAR,
+    schema.FISCAL_QUARTER,
+    schema.PERIOD_END,
+    schema.TICKER,
+    schema.SOURCE_PATH,
+    schema.PART,
+    schema.ITEM,
+    schema.ITEM_TITLE,
+    schema.INDEX_RUN,
+)
+
+_LABELS_PER_TABLE = 8
+_PROMPT = """You index a section of an SEC filing: {heading}.
+Read the passages and reply with one JSON object and nothing else:
+{{"summary": "<at most {max_words} words: the main facts, figures and periods of the passages>",
+"questions": ["<3 to {max_questions} questions that the passages answer, each naming the metric or topic>"]}}
+Use only facts stated in the passages.
+
+Passages:
+{passages}"""
+
+# Why reducer="pca" is the default. Measured on tests/fixtures/netflix-10k-2015.pdf (72 pages, 359 chunks in 21
+# Items, chunks embedded with meta_fields_to_embed=["context"]), 2 CPU cores shared with other jobs (load 3.5-5.8),
+# bundled MiniLM; TreeBuilder.run including the embedding of the question nodes, 3 runs per process:
+#   chunk embedding alone (the plain-Haystack cost): 27-37 s = 375-521 ms/page (206 ms/page on an idle machine)
+#   reducer="pca":  6.1-9.3 s = 85-129 ms/page, 226 tree nodes (topology 0.8-1.5 s, texts 0.3-0.4 s, the rest is
+#                   embedding 113 question nodes), i.e. 0.16-0.25x the chunk embedding of the same session
+#   reducer="umap": warm 6.8-7.8 s = 95-108 ms/page, 208 tree nodes (topology 1.2 s); the first run of a process
+#                   17.1 s = 238 ms/page with numba's on-disk cache, 31.6 s = 439 ms/page without it (import + JIT)
+# So trees add ~0.2x the chunk embedding (~35-50 ms/page at the idle machine's 206 ms/page), far inside the 3x budget
+# of plain indexing; but `haystack-fin index` is one process per call, where UMAP's start-up alone costs 140-360
+# ms/page on a 72-page filing, and umap-learn is an optional extra. UMAP stays available for long indexing runs.
+
+
+@component
+class TreeBuilder:
+    """Builds FinGEAR's dual trees per SEC Item: a summary tree and a question tree sharing one topology.
+
+    Expects chunk Documents with embeddings, as ``FilingSplitter`` followed by a document embedder produces them
+    (meta ``filing_id``, ``item``, ``section_path``, ``page_numbers``, ``index_run``; ``table`` JSON for table
+    chunks), from one or several filings. For each (filing, Item) it clusters the chunk embeddings bottom-up into a
+    tree (``haystack_fin.core.trees.build_tree_topology``; up to ``max_cluster_size`` children per node, a leaf may
+    sit under two bottom nodes) and makes, for every internal node:
+
+    - a ``summary`` node: an extractive summary of the chunks below (central sentences, salient lexicon terms, table
+      row labels), not embedded by default (the summary tree is searched with BM25);
+    - its ``question`` twin: template questions the subtree answers, embedded with ``embedder``.
+
+    With a ``chat_generator`` (e.g. ``OllamaChatGenerator``) the summary and questions of each node come from the
+    LLM instead (bottom-up: upper nodes summarise their children's summaries); a failed call or an unusable reply
+    falls back to the extractive text for that node only.
+
+    Node ids are deterministic: ``<filing_id>#tree-<item>-s<level>-<j>`` and ``...-q<level>-<j>``; the root is level
+    0. Tree meta follows Haystack's HierarchicalDocumentSplitter (``__level``, ``__parent_id``, ``__children_ids``,
+    ``__block_size``), so ``AutoMergingRetriever`` can merge chunks into summary nodes. The chunks are returned too,
+    as copies with ``__parent_id`` (their main bottom-level summary node), ``tree_parent_ids`` (all of them),
+    ``__level`` and ``__block_size``. Documents that are not chunks pass through unchanged.
+
+    Usage example:
+    ```python
+    from haystack import Pipeline
+    from haystack_fin.components.document_embedder import FinDocumentEmbedder
+    from haystack_fin.components.filing_converter import FilingConverter
+    from haystack_fin.components.filing_splitter import FilingSplitter
+    from haystack_fin.components.tree_builder import TreeBuilder
+
+    pipe = Pipeline()
+    pipe.add_component("converter", FilingConverter())
+    pipe.add_component("splitter", FilingSplitter())
+    pipe.add_component("embedder", FinDocumentEmbedder(meta_fields_to_embed=["context"]))
+    pipe.add_component("trees", TreeBuilder())
+    pipe.connect("converter.documents", "splitter.documents")
+    pipe.connect("splitter.documents", "embedder.documents")
+    pipe.connect("embedder.documents", "trees.documents")
+    result = pipe.run({"converter": {"sources": ["tests/fixtures/netflix-10k-2015.pdf"]}})
+    print(result["trees"]["n_tree_nodes"])
+    ```
+    """
+
+    def __init__(
+        self,
+        embedder: Any = None,
+        chat_generator: Any = None,
+        max_cluster_size: int = DEFAULT_MAX_CLUSTER_SIZE,
+        reducer: str = DEFAULT_REDUCER,
+        soft_threshold: float = DEFAULT_SOFT_THRESHOLD,
+        embed_summaries: bool = False,
+        max_summary_words: int = 120,
+        max_questions: int = 5,
+        max_prompt_chars: int = 6000,
+        lexicon_path: str | None = None,
+        random_state: int = 0,
+        progress_bar: bool = False,
+    ) -> None:
+        """
+        :param embedder: any Haystack document embedder (``run(documents=...)`` returning ``documents``) for the
+            question nodes; use the chunk embedder's model, since queries are matched against both. Default:
+            ``FinDocumentEmbedder()``, the bundled MiniLM. Tree nodes carry a ``context`` meta line like chunks do
+            ("company form period | Item label"), for an embedder configured with ``meta_fields_to_embed``.
+        :param chat_generator: optional Haystack chat generator writing summaries and questions; None (default)
+            builds them without a model, deterministically.
+        :param max_cluster_size: most children per tree node (and the root's fan-out); at least 2.
+        :param reducer: dimension reduction before clustering: "pca" (default, fast), "umap" (RAPTOR's choice;
+            needs umap-learn and costs ~36 s of import and JIT once per process), or "none".
+        :param soft_threshold: membership probability from which a chunk also joins a second bottom node.
+        :param embed_summaries: also embed summary nodes (they are searched with BM25 otherwise).
+        :param max_summary_words: word budget of a summary.
+        :param max_questions: most questions per question node.
+        :param max_prompt_chars: most characters of passages sent to the chat generator per node.
+        :param lexicon_path: a lexicon JSON file for the salient terms; None uses the built-in lexicon.
+        :param random_state: seed of the clustering.
+        :param progress_bar: show a progress bar over (filing, Item) groups.
+        """
+        if reducer not in REDUCERS:
+            raise ValueError(f"reducer must be one of {REDUCERS}, got {reducer!r}.")
+        if max_cluster_size < 2:
+            raise ValueError(f"max_cluster_size must be at least 2, got {max_cluster_size}.")
+        if not 0.0 < soft_threshold <= 1.0:
+            raise ValueError(f"soft_threshold must be in (0, 1], got {soft_threshold}.")
+        if max_summary_words < 10:
+            raise ValueError(f"max_summary_words must be at least 10, got {max_summary_words}.")
+        if max_questions < 1:
+            raise ValueError(f"max_questions must be at least 1, got {max_questions}.")
+        if max_prompt_chars < 200:
+            raise ValueError(f"max_prompt_chars must be at least 200, got {max_prompt_chars}.")
+        if embedder is None:  # constructing it loads nothing: the model is loaded in warm_up
+            embedder = FinDocumentEmbedder(progress_bar=False)
+        self.embedder = embedder
+        self.chat_generator = chat_generator
+        self.max_cluster_size = max_cluster_size
+        self.reducer = reducer
+        self.soft_threshold = soft_threshold
+        self.embed_summaries = embed_summaries
+        self.max_summary_words = max_summary_words
+        self.max_questions = max_questions
+        self.max_prompt_chars = max_prompt_chars
+        self.lexicon_path = lexicon_path
+        self.random_state = random_state
+        self.progress_bar = progress_bar
+        self._lexicon: Lexicon | None = None
+        self._warm = False
+
+    def warm_up(self) -> None:
+        """Load the lexicon and warm up the embedder and chat generator (Pipeline does not warm nested components)."""
+        if self._warm:
+            return
+        self._lexicon = Lexicon.from_json(self.lexicon_path) if self.lexicon_path else Lexicon.load_default()
+        for nested in (self.embedder, self.chat_generator):
+            if nested is not None and hasattr(nested, "warm_up"):
+                nested.warm_up()
+        self._warm = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            embedder=component_to_dict(self.embedder, "embedder"),
+            chat_generator=component_to_dict(self.chat_generator, "chat_generator") if self.chat_generator else None,
+            max_cluster_size=self.max_cluster_size,
+            reducer=self.reducer,
+            soft_threshold=self.soft_threshold,
+            embed_summaries=self.embed_summaries,
+            max_summary_words=self.max_summary_words,
+            max_questions=self.max_questions,
+            max_prompt_chars=self.max_prompt_chars,
+            lexicon_path=self.lexicon_path,
+            random_state=self.random_state,
+            progress_bar=self.progress_bar,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TreeBuilder":
+        params = data.get("init_parameters", {})
+        for key in ("embedder", "chat_generator"):
+            if params.get(key) is not None:
+                deserialize_component_inplace(params, key=key)
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document], n_tree_nodes=int)
+    def run(self, documents: list[Document]) -> dict[str, Any]:
+        """
+        Build the summary and question trees of every (filing, Item) in ``documents``.
+
+        :param documents: chunks with embeddings (other node types pass through).
+        :returns: ``documents``: the input Documents (chunks as copies with tree parents) followed by the tree
+            nodes, ready for ``FilingWriter``; ``n_tree_nodes``: how many summary and question nodes were made.
+        :raises ValueError: when a chunk has no embedding (put a document embedder before the tree builder).
+        """
+        self.warm_up()
+        groups: dict[tuple[str, str], list[int]] = {}
+        for position, doc in enumerate(documents):
+            if (doc.meta.get(schema.NODE_TYPE) or NodeType.CHUNK.value) != NodeType.CHUNK.value:
+                continue
+            filing_id = doc.meta.get(schema.FILING_ID)
+            if not filing_id:
+                logger.warning("Chunk %s has no %s: it gets no tree", doc.id, schema.FILING_ID)
+                continue
+            if doc.embedding is None or len(doc.embedding) == 0:
+                raise ValueError(
+                    f"Chunk {doc.id} has no embedding: TreeBuilder clusters chunk embeddings, so it must follow a "
+                    "document embedder in the pipeline."
+                )
+            groups.setdefault((str(filing_id), str(doc.meta.get(schema.ITEM) or "none")), []).append(position)
+
+        output = list(documents)
+        tree_nodes: list[Document] = []
+        for (filing_id, item), positions in tqdm(
+            groups.items(), desc="Building trees", unit="item", disable=not self.progress_bar
+        ):
+            chunks = [documents[p] for p in positions]
+            nodes, updated_chunks = self._build_item(filing_id, item, chunks)
+            tree_nodes.extend(nodes)
+            for position, chunk in zip(positions, updated_chunks, strict=True):
+                output[position] = chunk
+
+        tree_nodes = self._embed(tree_nodes)
+        logger.info("Built %d trees with %d summary and question nodes", len(groups), len(tree_nodes))
+        return {"documents": output + tree_nodes, "n_tree_nodes": len(tree_nodes)}
+
+    # ---------------------------------------------------------------------------------------------- one Item
+
+    def _build_item(self, filing_id: str, item: str, chunks: list[Document]) -> tuple[list[Document], list[Document]]:
+        embeddings = np.asarray([chunk.embedding for chunk in chunks], dtype=float)
+        topology = build_tree_topology(
+            embeddings,
+            max_cluster_size=self.max_cluster_size,
+            reducer=self.reducer,  # type: ignore[arg-type]
+            soft_threshold=self.soft_threshold,
+            random_state=self.random_state,
+        )
+        leaves = _LeafFacts(chunks, self._lexicon)
+
+        def node_id(node: TreeNode, kind: str) -> str:
+            return f"{filing_id}#tree-{item}-{kind}{node.level}-{node.index}"
+
+        texts = self._node_texts(topology, leaves, chunks, embeddings)
+        first = chunks[0].meta
+        section = first.get(schema.SECTION_PATH) or []
+        item_label = str(section[0]) if section else str(first.get(schema.ITEM_TITLE) or item)
+        base_meta = {key: first[key] for key in _COPIED_FIELDS if key in first}
+        head = " ".join(str(first.get(k) or "") for k in (schema.COMPANY, schema.FORM, schema.PERIOD)).strip()
+        base_meta.update(
+            {
+                schema.SECTION_PATH: [item_label],
+                schema.MODALITY: Modality.TEXT.value,
+                schema.TABLE_ID: None,
+                CONTEXT: f"{head} | {item_label}"[:300],
+            }
+        )
+
+        nodes: list[Document] = []
+        for node in topology.nodes():
+            bottom = node.level == topology.bottom_level
+            parent = None if node.parent is None else topology.levels[node.level - 1][node.parent]
+            leaf_ids = [chunks[leaf].id for leaf in node.leaves]
+            summary_text, questions, sources = texts[(node.level, node.index)]
+            for kind, twin_kind, node_type in (("s", "q", NodeType.SUMMARY), ("q", "s", NodeType.QUESTION)):
+                if bottom:
+                    children = [chunks[leaf].id for leaf in node.children]
+                else:
+                    children = [node_id(topology.levels[node.level + 1][c], kind) for c in node.children]
+                meta = {
+                    **base_meta,
+                    schema.NODE_TYPE: node_type.value,
+                    schema.TREE_LEVEL: node.level,
+                    schema.TREE_PARENT_ID: node_id(parent, kind) if parent is not None else None,
+                    schema.TREE_CHILDREN_IDS: children,
+                    TREE_BLOCK_SIZE: sum(leaves.tokens[leaf] for leaf in node.leaves),
+                    TWIN_ID: node_id(node, twin_kind),
+                    LEAF_IDS: leaf_ids,
+                    schema.PAGE_NUMBERS: sorted({p for leaf in node.leaves for p in leaves.pages[leaf]}),
+                    GENERATED_BY: sources[0] if kind == "s" else sources[1],
+                }
+                content = summary_text if kind == "s" else "\n".join(questions)
+                nodes.append(Document(id=node_id(node, kind), content=content, meta=meta))
+
+        bottom_nodes = topology.levels[-1]
+        updated = []
+        for i, chunk in enumerate(chunks):
+            parent_ids = [node_id(bottom_nodes[j], "s") for j in topology.leaf_parents[i]]
+            meta = {
+                **chunk.meta,
+                schema.TREE_PARENT_ID: parent_ids[0],
+                TREE_PARENT_IDS: parent_ids,
+                schema.TREE_LEVEL: topology.depth,
+                TREE_BLOCK_SIZE: leaves.tokens[i],
+            }
+            updated.append(replace(chunk, meta=meta))
+        return nodes, updated
+
+    def _node_texts(
+        self, topology: TreeTopology, leaves: "_LeafFacts", chunks: list[Document], embeddings: np.ndarray
+    ) -> dict[tuple[int, int], tuple[str, list[str], tuple[str, str]]]:
+        """(summary, questions, (summary source, questions source)) per node, computed bottom-up (the LLM reads the
+        children's summaries)."""
+        texts: dict[tuple[int, int], tuple[str, list[str], tuple[str, str]]] = {}
+        filing_period = str(chunks[0].meta.get(schema.PERIOD) or "")
+        for level in reversed(topology.levels):
+            for node in level:
+                members = list(node.leaves)
+                concepts = rank_term_concepts([leaves.mentions[leaf] for leaf in members])
+                terms = [term for _, term in concepts]
+                labels = list(dict.fromkeys(label for leaf in members for label in leaves.row_labels[leaf]))
+                periods = list(dict.fromkeys(p for leaf in members for p in leaves.periods[leaf]))
+                periods = sorted(periods, reverse=True)[:2] or ([filing_period] if filing_period else [])
+                summary = extractive_summary(
+                    [chunks[leaf].content or "" for leaf in members],
+                    embeddings[members],
+                    terms=terms,
+                    row_labels=labels,
+                    max_words=self.max_summary_words,
+                )
+                questions = template_questions(
+                    [chunks[leaf].content or "" for leaf in members],
+                    [leaves.section_paths[leaf] for leaf in members],
+                    labels,
+                    terms,
+                    periods,
+                    max_questions=self.max_questions,
+                    metrics=metric_terms(concepts, self._lexicon) if self._lexicon else [],
+                )
+                sources = ("extractive", "template")
+                if self.chat_generator is not None:
+                    bottom = node.level == topology.bottom_level
+                    passages = (
+                        [chunks[leaf].content or "" for leaf in node.children]
+                        if bottom
+                        else [texts[(node.level + 1, child)][0] for child in node.children]
+                    )
+                    summary, questions, sources = self._llm_texts(chunks[0], passages, summary, questions)
+                texts[(node.level, node.index)] = (summary, questions, sources)
+        return texts
+
+    def _llm_texts(
+        self, first_chunk: Document, passages: list[str], summary: str, questions: list[str]
+    ) -> tuple[str, list[str], tuple[str, str]]:
+        """Ask the chat generator; keep the extractive summary or template questions for whatever it gets wrong."""
+        meta = first_chunk.meta
+        section = meta.get(schema.SECTION_PATH) or [meta.get(schema.ITEM_TITLE) or meta.get(schema.ITEM)]
+        heading = " ".join(str(meta.get(k) or "") for k in (schema.COMPANY, schema.FORM, schema.PERIOD)).strip()
+        heading = f"{heading}, {section[0]}" if heading else str(section[0])
+        budget = self.max_prompt_chars // max(1, len(passages))
+        numbered = "\n\n".join(f"[{i}] {text[:budget]}" for i, text in enumerate(passages, start=1))
+        prompt = _PROMPT.format(
+            heading=heading, max_words=self.max_summary_words, max_questions=self.max_questions, passages=numbered
+        )
+        try:
+            replies = self.chat_generator.run(messages=[ChatMessage.from_user(prompt)])["replies"]
+            reply = replies[0].text if replies else None
+        except Exception as error:  # any generator failure degrades this node only
+            logger.warning("Chat generator failed on a tree node of %s (%s); using extractive text", heading, error)
+            return summary, questions, ("extractive", "template")
+        llm_summary, llm_questions = parse_node_reply(reply or "", self.max_summary_words, self.max_questions)
+        if llm_summary is None or llm_questions is None:
+            logger.warning(
+                "Unusable chat reply for a tree node of %s (%s); using extractive text for it",
+                heading,
+                "no summary" if llm_summary is None else "no questions",
+            )
+        return (
+            llm_summary or summary,
+            llm_questions or questions,
+            ("extractive" if llm_summary is None else "llm", "template" if llm_questions is None else "llm"),
+        )
+
+    def _embed(self, nodes: list[Document]) -> list[Document]:
+        wanted = {NodeType.QUESTION.value} | ({NodeType.SUMMARY.value} if self.embed_summaries else set())
+        to_embed = [node for node in nodes if node.meta[schema.NODE_TYPE] in wanted]
+        if not to_embed:
+            return nodes
+        embedded = {doc.id: doc for doc in self.embedder.run(documents=to_embed)["documents"]}
+        return [replace(node, embedding=embedded[node.id].embedding) if node.id in embedded else node for node in nodes]
+
+
+class _LeafFacts:
+    """Per-chunk facts computed once and shared by every node above the chunk."""
+
+    def __init__(self, chunks: list[Document], lexicon: Lexicon | None) -> None:
+        self.mentions = [term_mentions(c.content or "", lexicon) if lexicon else [] for c in chunks]
+        self.tokens = [estimate_tokens(c.content or "") for c in chunks]
+        self.pages = [list(c.meta.get(schema.PAGE_NUMBERS) or []) for c in chunks]
+        self.section_paths = [[str(s) for s in c.meta.get(schema.SECTION_PATH) or []] for c in chunks]
+        self.row_labels: list[list[str]] = []
+        self.periods: list[list[str]] = []
+        for chunk in chunks:
+            table = chunk.meta.get(schema.TABLE_JSON)
+            if isinstance(table, dict):
+                rows = [
+                    row
+                    for row in table.get("rows") or []
+                    if not row.get("is_context") and any(v is not None for v in (row.get("values") or [])[1:])
+                ]
+                labels = [clean_row_label(str(row.get("label") or "")) for row in rows]
+                self.row_labels.append([label for label in labels if label][:_LABELS_PER_TABLE])
+                self.periods.append(table_periods([str(c) for c in table.get("columns") or []]))
+            elif chunk.meta.get(schema.MODALITY) == Modality.TABLE.value:
+                self.row_labels.append(markdown_row_labels(chunk.content or "")[:_LABELS_PER_TABLE])
+                self.periods.append([])
+            else:
+                self.row_labels.append([])
+                self.periods.append([])

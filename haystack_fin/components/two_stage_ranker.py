@@ -1,0 +1,274 @@
+import logging
+from dataclasses import replace
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.utils import ComponentDevice
+from haystack_integrations.components.rankers.sentence_transformers import SentenceTransformersSimilarityRanker
+
+from haystack_fin.core import schema
+from haystack_fin.core.models import resolve_model
+from haystack_fin.core.schema import Modality
+from haystack_fin.core.scoring import (
+    BUDGET_K,
+    RERANK,
+    FallbackWeights,
+    GroupKey,
+    Passage,
+    PassageScore,
+    group_budgets,
+    score_passages,
+    two_stage_select,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _deduplicate(documents: list[Document]) -> tuple[list[Document], int]:
+    """One Document per id, at the position of its first occurrence, keeping the highest-scored copy (Haystack's
+    rule: a joiner may list a passage twice with different retriever scores)."""
+    best: dict[str, Document] = {}
+    for doc in documents:
+        kept = best.get(doc.id)
+        if kept is None or (doc.score is not None and (kept.score is None or doc.score > kept.score)):
+            best[doc.id] = doc
+    return list(best.values()), len(documents) - len(best)
+
+
+def _group_key(doc: Document) -> GroupKey:
+    filing_id, item = doc.meta.get(schema.FILING_ID), doc.meta.get(schema.ITEM)
+    return (None if filing_id is None else str(filing_id), None if item is None else str(item))
+
+
+def _table_labels(doc: Document) -> list[str]:
+    table = doc.meta.get(schema.TABLE_JSON)
+    if not isinstance(table, dict):
+        return []
+    labels = [str(row.get("label") or "") for row in table.get("rows") or [] if isinstance(row, dict)]
+    labels += [str(c) for c in table.get("columns") or []]
+    return [label for label in labels if label]
+
+
+@component
+class TwoStageRanker:
+    """Reranks retrieved passages in two stages, as FinGEAR does: within each SEC Item, then across Items.
+
+    Stage 1 keeps the best ``k_i`` passages of every (``filing_id``, ``item``) group, so one verbose Item cannot
+    crowd out the others; stage 2 keeps the best ``top_k`` of the survivors across groups. ``k_i`` is
+    ``stage1_top_k`` when set, else the ``budget_k`` meta the upstream router put on the group's passages, else
+    ``ceil(top_k / number of groups)`` (see ``haystack_fin.core.scoring.group_budgets``). Documents without
+    ``filing_id``/``item`` form one group, so the ranker also works after any plain retriever.
+
+    Scorer: with ``model`` set, any sentence-transformers cross-encoder (hub name or local path), run through
+    Haystack's ``SentenceTransformersSimilarityRanker``; each (query, passage) pair is scored once and the same
+    scores serve both stages, because a cross-encoder's pointwise scores are comparable across Items. With
+    ``model=None``, the fallback scorer of ``haystack_fin.core.scoring``: bi-encoder cosine (when ``query_embedding``
+    is given and the documents carry embeddings; retrievers need ``return_embedding=True``), BM25 over the
+    candidate set, and a table prior for questions that ask for a number, fused into a score in [0, 1].
+
+    Input documents are deduplicated by id and never mutated. Output documents are copies with ``score`` set and
+    ``meta["rerank"] = {"stage1_score", "stage1_rank_in_item", "stage2_rank", "scorer"}`` (ranks 1-based; the
+    fallback also records its normalized ``signals``). Reads meta ``filing_id``, ``item``, ``budget_k``,
+    ``modality`` and ``table`` (row labels) when present. Works with any document store.
+
+    Usage example:
+    ```python
+    from haystack import Document, Pipeline
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+    from haystack_fin.components.two_stage_ranker import TwoStageRanker
+
+    store = InMemoryDocumentStore()
+    store.write_documents([
+        Document(content="Capital expenditures were $1.2 billion.", meta={"filing_id": "acme-10k", "item": "7"}),
+        Document(content="We face competition.", meta={"filing_id": "acme-10k", "item": "1A"}),
+    ])
+    pipe = Pipeline()
+    pipe.add_component("retriever", InMemoryBM25Retriever(document_store=store, top_k=20))
+    pipe.add_component("ranker", TwoStageRanker(top_k=5))  # model="cross-encoder/ms-marco-MiniLM-L-6-v2" if available
+    pipe.connect("retriever.documents", "ranker.documents")
+    q = "What were capital expenditures?"
+    result = pipe.run({"retriever": {"query": q}, "ranker": {"query": q}})
+    print(result["ranker"]["documents"][0].meta["rerank"], result["ranker"]["trace"]["groups"])
+    ```
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        top_k: int = 5,
+        stage1_top_k: int | None = None,
+        scale_score: bool = True,
+        batch_size: int = 16,
+        device: ComponentDevice | None = None,
+        model_kwargs: dict[str, Any] | None = None,
+        meta_fields_to_embed: list[str] | None = None,
+        fallback_weights: dict[str, float] | None = None,
+    ) -> None:
+        """
+        :param model: a sentence-transformers cross-encoder, hub name or local path; ``None`` uses the fallback
+            scorer (no model is loaded).
+        :param top_k: passages returned after stage 2.
+        :param stage1_top_k: passages kept per (filing_id, item) group in stage 1; overrides ``budget_k`` meta and
+            the even split when set.
+        :param scale_score: pass cross-encoder logits through a sigmoid (scores in [0, 1]). The fallback scorer is
+            always in [0, 1] and ignores it.
+        :param batch_size: cross-encoder batch size.
+        :param device: device of the cross-encoder; ``None`` selects automatically.
+        :param model_kwargs: keyword arguments for the cross-encoder's ``from_pretrained``.
+        :param meta_fields_to_embed: meta fields prepended to the content for both scorers, e.g. ``["context"]``
+            (FilingSplitter's company/form/period and section-path line).
+        :param fallback_weights: weights of the fallback scorer's signals, any of ``dense``, ``lexical``, ``table``
+            (defaults in ``haystack_fin.core.scoring.FallbackWeights``).
+        """
+        if model is not None and not str(model).strip():
+            raise ValueError("model must be a cross-encoder name or path, or None for the fallback scorer; got ''")
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        if stage1_top_k is not None and stage1_top_k < 1:
+            raise ValueError(f"stage1_top_k must be None or >= 1, got {stage1_top_k}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model = model
+        self.top_k = top_k
+        self.stage1_top_k = stage1_top_k
+        self.scale_score = scale_score
+        self.batch_size = batch_size
+        self.device = device
+        self.model_kwargs = model_kwargs
+        self.meta_fields_to_embed = meta_fields_to_embed
+        self.fallback_weights = fallback_weights
+        self._weights = FallbackWeights.from_dict(fallback_weights)  # validates eagerly, no I/O
+        self._cross_encoder: SentenceTransformersSimilarityRanker | None = None
+
+    def warm_up(self) -> None:
+        """Load the cross-encoder when ``model`` is set; idempotent (Pipeline calls it on every run)."""
+        if self.model is None or self._cross_encoder is not None:
+            return
+        ranker = SentenceTransformersSimilarityRanker(
+            model=resolve_model(self.model),
+            device=self.device,
+            top_k=self.top_k,
+            scale_score=self.scale_score,
+            batch_size=self.batch_size,
+            model_kwargs=self.model_kwargs,
+            meta_fields_to_embed=self.meta_fields_to_embed,
+        )
+        ranker.warm_up()  # nested components are not warmed by Pipeline
+        self._cross_encoder = ranker
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the init parameters (``device`` as a ComponentDevice dict)."""
+        return default_to_dict(
+            self,
+            model=self.model,
+            top_k=self.top_k,
+            stage1_top_k=self.stage1_top_k,
+            scale_score=self.scale_score,
+            batch_size=self.batch_size,
+            device=self.device,
+            model_kwargs=self.model_kwargs,
+            meta_fields_to_embed=self.meta_fields_to_embed,
+            fallback_weights=self.fallback_weights,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TwoStageRanker":
+        """Deserialize; ``default_from_dict`` restores a ComponentDevice from its dict."""
+        return default_from_dict(cls, data)
+
+    def _passage(self, doc: Document) -> Passage:
+        fields = [str(doc.meta[k]) for k in self.meta_fields_to_embed or [] if doc.meta.get(k) is not None]
+        return Passage(
+            text="\n".join([*fields, doc.content or ""]),
+            embedding=doc.embedding or None,
+            is_table=doc.meta.get(schema.MODALITY) == Modality.TABLE.value,
+            table_labels=_table_labels(doc),
+        )
+
+    def _cross_encoder_scores(self, query: str, docs: list[Document]) -> list[float]:
+        self.warm_up()
+        assert self._cross_encoder is not None
+        ranked = self._cross_encoder.run(query=query, documents=docs, top_k=len(docs), scale_score=self.scale_score)
+        by_id = {d.id: float(d.score if d.score is not None else 0.0) for d in ranked["documents"]}
+        return [by_id[d.id] for d in docs]
+
+    @component.output_types(documents=list[Document], trace=dict[str, Any])
+    def run(
+        self,
+        query: str,
+        documents: list[Document],
+        query_embedding: list[float] | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, Any]:
+        """
+        Rerank ``documents`` for ``query``: per-Item budgets first, then the global cut.
+
+        :param query: the question.
+        :param documents: candidates from any retriever (duplicates by id are merged).
+        :param query_embedding: the query's bi-encoder embedding; enables the fallback's dense signal.
+        :param top_k: overrides the init ``top_k`` for this run.
+        :returns: ``documents``: at most ``top_k`` new Documents, best first, with ``score`` and ``meta["rerank"]``;
+            ``trace``: what each stage did (scorer, per-group budgets and survivors, fallback details).
+        """
+        k = self.top_k if top_k is None else top_k
+        if k < 1:
+            raise ValueError(f"top_k must be >= 1, got {k}")
+        scorer = "fallback" if self.model is None else "cross-encoder"
+        unique, n_duplicates = _deduplicate(documents)
+        trace: dict[str, Any] = {
+            "scorer": scorer,
+            "model": self.model,
+            "n_input": len(documents),
+            "n_duplicates": n_duplicates,
+            "top_k": k,
+            "groups": [],
+            "n_output": 0,
+        }
+        if not unique:
+            return {"documents": [], "trace": trace}
+
+        fallback: list[PassageScore] | None = None
+        if self.model is None:
+            fallback = score_passages(query, [self._passage(d) for d in unique], query_embedding, self._weights)
+            scores = [s.score for s in fallback]
+            trace["fallback"] = {
+                "weights": self._weights.to_dict(),
+                "n_with_dense": sum(s.dense is not None for s in fallback),
+                "table_prior_used": any(s.table is not None for s in fallback),
+            }
+        else:
+            scores = self._cross_encoder_scores(query, unique)
+
+        keys = [_group_key(d) for d in unique]
+        budgets = group_budgets(keys, k, [d.meta.get(BUDGET_K) for d in unique], self.stage1_top_k)
+        selection = two_stage_select(scores, keys, budgets, k)
+
+        out: list[Document] = []
+        for ranked in selection.selected:
+            doc = unique[ranked.index]
+            rerank: dict[str, Any] = {
+                "stage1_score": ranked.score,
+                "stage1_rank_in_item": ranked.stage1_rank,
+                "stage2_rank": ranked.stage2_rank,
+                "scorer": scorer,
+            }
+            if fallback is not None:
+                rerank["signals"] = {k_: v for k_, v in fallback[ranked.index].to_dict().items() if k_ != "score"}
+            out.append(replace(doc, score=ranked.score, meta={**doc.meta, RERANK: rerank}))
+
+        trace["groups"] = [
+            {
+                schema.FILING_ID: b.key[0],
+                schema.ITEM: b.key[1],
+                "n_candidates": b.n_candidates,
+                "budget": b.budget,
+                "budget_source": b.source,
+                "kept_stage1": selection.kept_stage1.get(b.key, 0),
+                "kept_stage2": selection.kept_stage2.get(b.key, 0),
+            }
+            for b in budgets.values()
+        ]
+        trace["n_output"] = len(out)
+        logger.debug("TwoStageRanker: %d candidates in %d groups -> %d", len(unique), len(budgets), len(out))
+        return {"documents": out, "trace": trace}

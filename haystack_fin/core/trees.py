@@ -1,0 +1,777 @@
+"""Summary-tree topology and no-LLM node texts for FinGEAR's dual (summary + question) trees.
+
+FinGEAR builds, per SEC Item, a RAPTOR-style tree bottom-up over the Item's chunks and gives every internal node two
+faces: a summary (searched lexically) and the questions its subtree answers (searched densely). Both trees share one
+topology, computed here from the chunk embeddings alone:
+
+- ``build_tree_topology``: reduce the embeddings (PCA, or UMAP as in RAPTOR), soft-cluster them with a Gaussian
+  mixture whose number of components is chosen by BIC, re-cluster any cluster larger than ``max_cluster_size``, then
+  repeat on the cluster centroids until at most ``max_cluster_size`` nodes remain under one root. Deterministic:
+  fixed seeds, no thread-dependent reductions, clusters numbered in document order.
+- ``extractive_summary`` and ``template_questions``: the deterministic, model-free texts of a node (central
+  sentences, salient lexicon terms, table row labels; template questions from headings, row labels, terms and
+  periods), used when no chat generator is configured and as the fallback when an LLM reply is unusable.
+
+No Haystack import. scikit-learn is imported when clustering runs; umap-learn only when ``reducer="umap"`` is asked
+for and the layer is large enough to use it (``import umap`` alone costs ~22 s, its first fit another ~14 s).
+"""
+
+import itertools
+import json
+import logging
+import math
+import re
+import warnings
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.text import normalize_line, split_sentences
+
+logger = logging.getLogger(__name__)
+
+Reducer = Literal["umap", "pca", "none"]
+REDUCERS: tuple[str, ...] = ("umap", "pca", "none")
+
+# Speed trade-off of the reducers (netflix-10k-2015 fixture, 359 chunks in 21 Items, 2 shared cores; end-to-end
+# numbers in haystack_fin/components/tree_builder.py): all 21 topologies take ~0.85 s with "pca" and ~1.2 s with a
+# warm "umap"; a process's first UMAP fit adds ~10 s (numba cache on disk) to ~25 s (cold: `import umap` + JIT).
+# UMAP's non-linear neighbourhoods are what RAPTOR uses; on 30-150 chunks per Item they buy little over PCA.
+DEFAULT_REDUCER: Reducer = "pca"
+DEFAULT_MAX_CLUSTER_SIZE = 8
+DEFAULT_N_COMPONENTS = 10
+DEFAULT_SOFT_THRESHOLD = 0.1
+DEFAULT_MAX_MEMBERSHIPS = 2
+# At most this many points, a layer is reduced with PCA even when UMAP is asked for: a k-NN graph over a few dozen
+# points says little, and UMAP's spectral initialisation breaks down when n nears n_components.
+DEFAULT_MIN_POINTS_FOR_UMAP = 30
+DEFAULT_MAX_CLUSTERS = 50
+DEFAULT_BIC_PATIENCE = 5
+DEFAULT_RANDOM_STATE = 0
+REG_COVAR_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One internal node of a tree.
+
+    ``level`` counts from the root (0) downwards, like Haystack's HierarchicalDocumentSplitter; ``index`` is the
+    node's position within its level (document order of its first leaf). ``children`` are indices of nodes on the
+    next level, or leaf indices for the bottom level. ``leaves`` are all leaf indices below, sorted. ``parent`` is
+    the parent's index on the level above (None for the root).
+    """
+
+    level: int
+    index: int
+    children: tuple[int, ...]
+    leaves: tuple[int, ...]
+    parent: int | None
+
+
+@dataclass(frozen=True)
+class TreeTopology:
+    """The shape of a tree over ``n_leaves`` leaves (the chunks, by position in the input embeddings).
+
+    ``levels[0]`` holds the root alone; ``levels[-1]`` is the bottom level, whose children are leaves. Upper levels
+    form a strict tree (one parent per node); only leaves may have several parents (soft clustering):
+    ``leaf_parents[i]`` lists the bottom-level nodes above leaf ``i``, its primary (most probable) parent first.
+    """
+
+    n_leaves: int
+    levels: tuple[tuple[TreeNode, ...], ...]
+    leaf_parents: tuple[tuple[int, ...], ...]
+
+    @property
+    def root(self) -> TreeNode:
+        return self.levels[0][0]
+
+    @property
+    def depth(self) -> int:
+        """Number of internal levels; leaves sit on level ``depth``."""
+        return len(self.levels)
+
+    @property
+    def bottom_level(self) -> int:
+        return len(self.levels) - 1
+
+    @property
+    def n_nodes(self) -> int:
+        return sum(len(level) for level in self.levels)
+
+    def nodes(self) -> Iterator[TreeNode]:
+        """All internal nodes, root first, level by level."""
+        for level in self.levels:
+            yield from level
+
+
+# ------------------------------------------------------------------------------------------------------ clustering
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def _pca(points: np.ndarray, n_components: int) -> np.ndarray:
+    """PCA scores via a plain SVD (no sklearn import; the same input gives the same output), with a sign convention
+    (largest |loading| positive) so tiny numerical differences cannot flip an axis."""
+    centered = points - points.mean(axis=0, keepdims=True)
+    u, s, vt = np.linalg.svd(centered, full_matrices=False)
+    k = max(1, min(n_components, len(s)))
+    signs = np.sign(vt[np.arange(k), np.abs(vt[:k]).argmax(axis=1)])
+    signs[signs == 0] = 1.0
+    return u[:, :k] * s[:k] * signs
+
+
+def _umap(points: np.ndarray, n_components: int, random_state: int) -> np.ndarray:
+    try:
+        import umap  # ~22 s on first import (numba): only when asked for
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "reducer='umap' needs umap-learn: pip install 'haystack-fin[trees]' (or use reducer='pca')."
+        ) from error
+    n = len(points)
+    # RAPTOR's global step uses sqrt(n) neighbours; capped so large Items keep local structure.
+    n_neighbors = max(2, min(int(math.sqrt(n - 1)), 15))
+    reducer = umap.UMAP(
+        n_neighbors=n_neighbors,
+        n_components=n_components,
+        metric="cosine",
+        random_state=random_state,  # also forces a single thread: what makes the result reproducible
+        transform_seed=random_state,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "n_jobs overridden by random_state", spectral-init notices
+        return np.asarray(reducer.fit_transform(points), dtype=float)
+
+
+def _reduce(points: np.ndarray, reducer: str, n_components: int, min_points_for_umap: int, seed: int) -> np.ndarray:
+    n, dim = points.shape
+    # A diagonal GMM needs many fewer dimensions than points for BIC to mean anything.
+    k = max(1, min(n_components, n - 2, dim))
+    if reducer == "none":
+        return points
+    if reducer == "umap" and n > min_points_for_umap:
+        return _umap(points, k, seed)
+    return _pca(points, k)
+
+
+def _gmm_probabilities(points: np.ndarray, k_min: int, k_max: int, seed: int, patience: int) -> np.ndarray:
+    """Membership probabilities (n, k) of the Gaussian mixture with the lowest BIC for k in [k_min, k_max]; the
+    search stops once ``patience`` consecutive k fail to improve on the best BIC (BIC grows roughly linearly past
+    its minimum, and the fits of large k are the expensive ones)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.mixture import GaussianMixture
+
+    # Variance floor relative to the data's spread: with an absolute floor, components collapsing onto two nearly
+    # identical chunks get huge likelihoods and BIC picks n / 2 clusters on 10-30 points.
+    reg_covar = max(1e-6, REG_COVAR_FRACTION * float(points.var(axis=0).mean()))
+    best: tuple[float, int, GaussianMixture] | None = None
+    with warnings.catch_warnings():
+        # Duplicate points (boilerplate chunks) make the init find fewer clusters than asked: harmless here.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for k in range(k_min, k_max + 1):
+            model = GaussianMixture(
+                n_components=k, covariance_type="diag", reg_covar=reg_covar, init_params="k-means++", random_state=seed
+            )
+            model.fit(points)
+            bic = float(model.bic(points))
+            if best is None or bic < best[0]:
+                best = (bic, k, model)
+            elif k - best[1] >= patience:
+                break
+        assert best is not None
+        return best[2].predict_proba(points)
+
+
+def _contiguous_groups(members: Sequence[int], size: int) -> list[list[int]]:
+    """Document-order runs of at most ``size``: the fallback when clustering cannot separate the points (identical
+    embeddings); neighbouring chunks of a filing are the next best grouping."""
+    ordered = sorted(members)
+    n_groups = math.ceil(len(ordered) / size)
+    bounds = np.linspace(0, len(ordered), n_groups + 1).round().astype(int)
+    return [ordered[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+
+@dataclass
+class _Clusterer:
+    max_cluster_size: int
+    reducer: str
+    n_components: int
+    soft_threshold: float
+    max_memberships: int
+    min_points_for_umap: int
+    max_clusters: int
+    bic_patience: int
+    seed: int
+
+    def split(self, vectors: np.ndarray, members: list[int], soft: bool) -> list[tuple[list[int], list[int]]]:
+        """Cluster ``members`` (rows of ``vectors``) into groups of at most ``max_cluster_size``.
+
+        Returns ``(group, primary)`` pairs: ``primary`` lists the group's members that have it as their most
+        probable cluster; the others are soft members (only when ``soft``). Oversized groups are re-clustered on
+        their own points (RAPTOR's local step), always hard, so a point is in at most ``max_memberships`` groups.
+        """
+        n = len(members)
+        if n <= self.max_cluster_size:
+            return [(list(members), list(members))]
+        points = _reduce(vectors[members], self.reducer, self.n_components, self.min_points_for_umap, self.seed)
+        # From 2 components up, as RAPTOR: BIC finds the natural groups and oversized ones are split below, so the
+        # middle levels follow topics rather than a size quota. At most n // 2 components: clusters of one are noise.
+        k_max = max(2, min(self.max_clusters, n // 2))
+        probabilities = _gmm_probabilities(points, 2, k_max, self.seed, self.bic_patience)
+        primary_of = probabilities.argmax(axis=1)
+        groups: dict[int, list[int]] = {}
+        primaries: dict[int, list[int]] = {}
+        for row, member in enumerate(members):
+            primaries.setdefault(int(primary_of[row]), []).append(member)
+            clusters = [int(primary_of[row])]
+            if soft and self.max_memberships > 1:
+                ranked = np.argsort(-probabilities[row], kind="stable")
+                extra = [int(c) for c in ranked[1:] if probabilities[row, c] >= self.soft_threshold]
+                clusters += extra[: self.max_memberships - 1]
+            for cluster in clusters:
+                groups.setdefault(cluster, []).append(member)
+        if len(primaries) <= 1:  # no separation at all: identical or collinear points
+            return [(g, g) for g in _contiguous_groups(members, self.max_cluster_size)]
+        result: list[tuple[list[int], list[int]]] = []
+        for cluster in sorted(groups):
+            group, primary = groups[cluster], set(primaries.get(cluster, []))
+            if len(group) <= self.max_cluster_size:
+                result.append((group, [m for m in group if m in primary]))
+                continue
+            for sub_group, _ in self.split(vectors, group, soft=False):
+                # A sub-group's primary members are those whose primary cluster was this one.
+                result.append((sub_group, [m for m in sub_group if m in primary]))
+        return [(g, p) for g, p in result if g]
+
+
+def _merge_duplicates(groups: list[tuple[list[int], list[int]]]) -> list[tuple[list[int], list[int]]]:
+    """One group per member set: two leaves that are each other's soft members can yield the same group twice."""
+    merged: dict[tuple[int, ...], set[int]] = {}
+    for group, primary in groups:
+        merged.setdefault(tuple(sorted(group)), set()).update(primary)
+    return [(list(group), sorted(primary)) for group, primary in merged.items()]
+
+
+def _absorb_singletons(
+    groups: list[tuple[list[int], list[int]]], vectors: np.ndarray, max_size: int
+) -> list[tuple[list[int], list[int]]]:
+    """Merge a one-member group into the most similar group with room: a node over a single child would repeat its
+    child's content and cost a summary and a question node for nothing."""
+    membership = Counter(m for group, _ in groups for m in group)
+    centroids = [_unit_rows(vectors[group].mean(axis=0, keepdims=True))[0] for group, _ in groups]
+    merged = [(list(g), list(p)) for g, p in groups]
+    alive = [True] * len(groups)
+    for i in range(len(merged)):
+        group = merged[i][0]  # current contents: a singleton that already took in another is no longer one
+        if len(group) != 1 or membership[group[0]] != 1:
+            continue
+        candidates = [j for j in range(len(merged)) if j != i and alive[j] and len(merged[j][0]) < max_size]
+        if not candidates:
+            continue
+        similarities = [float(centroids[j] @ vectors[group[0]]) for j in candidates]
+        target = candidates[int(np.argmax(similarities))]
+        merged[target][0].append(group[0])
+        merged[target][1].append(group[0])
+        alive[i] = False
+    # A lone soft member with no primary member is already under its primary parent: drop the group.
+    return [(sorted(g), sorted(p)) for (g, p), keep in zip(merged, alive, strict=True) if keep and (p or len(g) > 1)]
+
+
+def build_tree_topology(
+    embeddings: np.ndarray | Sequence[Sequence[float]],
+    max_cluster_size: int = DEFAULT_MAX_CLUSTER_SIZE,
+    reducer: Reducer = DEFAULT_REDUCER,
+    n_components: int = DEFAULT_N_COMPONENTS,
+    soft_threshold: float = DEFAULT_SOFT_THRESHOLD,
+    max_memberships: int = DEFAULT_MAX_MEMBERSHIPS,
+    min_points_for_umap: int = DEFAULT_MIN_POINTS_FOR_UMAP,
+    max_clusters: int = DEFAULT_MAX_CLUSTERS,
+    bic_patience: int = DEFAULT_BIC_PATIENCE,
+    random_state: int = DEFAULT_RANDOM_STATE,
+) -> TreeTopology:
+    """Build a summary-tree topology bottom-up over leaf embeddings (RAPTOR recipe, FinGEAR per-Item trees).
+
+    Each layer is reduced (``reducer``) and clustered with a diagonal Gaussian mixture, the number of components
+    chosen by BIC between 2 and ``min(max_clusters, n // 2)``; clusters larger than
+    ``max_cluster_size`` are re-clustered on their own points. The next layer clusters the new nodes, represented by
+    the mean (unit-normalised) embedding of the leaves below them, until at most ``max_cluster_size`` nodes are left;
+    one root goes on top. A layer of ``max_cluster_size`` nodes or fewer is not clustered, so a small Item (up to
+    ``max_cluster_size`` chunks) gets a single root over its chunks and no clustering at all.
+
+    On the bottom layer a leaf also joins every further cluster whose membership probability is at least
+    ``soft_threshold`` (at most ``max_memberships`` clusters in all); upper layers are hard, so nodes above the
+    leaves form a strict tree. One-member clusters are merged into the most similar cluster that has room.
+
+    :param embeddings: (n, dim) leaf embeddings, n >= 1; compared by cosine (rows are unit-normalised).
+    :param max_cluster_size: most children per node, and the root's fan-out; at least 2.
+    :param reducer: "pca" (default: fast, deterministic), "umap" (RAPTOR's choice; its import and JIT cost 10-35 s
+        once per process, then ~0.1-0.5 s per fit; used only on layers of more than ``min_points_for_umap`` points,
+        PCA below), or "none" (cluster the raw vectors; only sensible for low-dimensional embeddings).
+    :param n_components: target dimensions of the reduction (at most n - 2).
+    :param soft_threshold: membership probability from which a leaf also joins a second cluster.
+    :param max_memberships: most clusters a leaf can belong to.
+    :param min_points_for_umap: layers with at most this many points use PCA even with ``reducer="umap"``.
+    :param max_clusters: largest number of mixture components tried per clustering.
+    :param bic_patience: the BIC search over k stops after this many k without a better BIC.
+    :param random_state: seed of the mixtures and of UMAP.
+    :returns: the topology; node indices follow document order (the leaves' input order).
+    """
+    vectors = np.asarray(embeddings, dtype=float)
+    if vectors.ndim != 2 or vectors.shape[0] == 0:
+        raise ValueError(f"embeddings must be a non-empty (n, dim) array, got shape {vectors.shape}.")
+    if not np.all(np.isfinite(vectors)):
+        raise ValueError("embeddings contain NaN or infinite values.")
+    if reducer not in REDUCERS:
+        raise ValueError(f"reducer must be one of {REDUCERS}, got {reducer!r}.")
+    if max_cluster_size < 2:
+        raise ValueError(f"max_cluster_size must be at least 2, got {max_cluster_size}.")
+    if not 0.0 < soft_threshold <= 1.0:
+        raise ValueError(f"soft_threshold must be in (0, 1], got {soft_threshold}.")
+    if max_memberships < 1:
+        raise ValueError(f"max_memberships must be at least 1, got {max_memberships}.")
+    # One BLAS/OpenMP thread: on these small matrices threads only contend (on 2 shared cores an SVD of 154 x 384 took
+    # 0.11 s with 2 OpenBLAS threads and 0.02 s with one; 28 mixture fits 1.3 s vs 0.2 s), and single-threaded
+    # reductions make the result reproducible.
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        return _build(
+            vectors,
+            max_cluster_size,
+            _Clusterer(
+                max_cluster_size=max_cluster_size,
+                reducer=reducer,
+                n_components=n_components,
+                soft_threshold=soft_threshold,
+                max_memberships=max_memberships,
+                min_points_for_umap=min_points_for_umap,
+                max_clusters=max(2, max_clusters),
+                bic_patience=max(1, bic_patience),
+                seed=random_state,
+            ),
+        )
+
+
+def _build(vectors: np.ndarray, max_cluster_size: int, clusterer: _Clusterer) -> TreeTopology:
+    leaves_unit = _unit_rows(vectors)
+    n = len(leaves_unit)
+
+    # Layers bottom-up: each is a list of (children, leaves) with children indexing the layer below.
+    layers: list[list[tuple[list[int], list[int]]]] = []
+    leaf_parents: list[list[int]] = [[] for _ in range(n)]
+    current_vectors = leaves_unit
+    current_leaves: list[list[int]] = [[i] for i in range(n)]
+    while len(current_leaves) > max_cluster_size:
+        members = list(range(len(current_leaves)))
+        bottom = not layers
+        groups = _absorb_singletons(
+            _merge_duplicates(clusterer.split(current_vectors, members, soft=bottom)), current_vectors, max_cluster_size
+        )
+        if len(groups) >= len(members):  # guarantees progress whatever the mixture did
+            groups = [(g, g) for g in _contiguous_groups(members, max_cluster_size)]
+        groups.sort(key=lambda pair: (pair[0][0], pair[0]))
+        if bottom:
+            for j, (group, primary) in enumerate(groups):
+                for leaf in group:
+                    leaf_parents[leaf].append(j)
+                for leaf in primary:  # primary parent first
+                    leaf_parents[leaf].remove(j)
+                    leaf_parents[leaf].insert(0, j)
+        layer = [(group, sorted({leaf for child in group for leaf in current_leaves[child]})) for group, _ in groups]
+        layers.append(layer)
+        current_leaves = [leaves for _, leaves in layer]
+        current_vectors = _unit_rows(np.stack([leaves_unit[leaves].mean(axis=0) for leaves in current_leaves]))
+        logger.debug("Tree layer %d: %d nodes", len(layers), len(layer))
+
+    if not layers:
+        leaf_parents = [[0] for _ in range(n)]
+    root = TreeNode(level=0, index=0, children=tuple(range(len(current_leaves))), leaves=tuple(range(n)), parent=None)
+    levels: list[tuple[TreeNode, ...]] = [(root,)]
+    top_down = layers[::-1]
+    parents = [0] * len(current_leaves)  # parent index of each node of the level being built
+    for depth, layer in enumerate(top_down, start=1):
+        nodes = tuple(
+            TreeNode(level=depth, index=j, children=tuple(children), leaves=tuple(leaves), parent=parents[j])
+            for j, (children, leaves) in enumerate(layer)
+        )
+        levels.append(nodes)
+        if depth < len(top_down):  # upper layers are hard partitions: each child has exactly one parent
+            parents = [0] * len(top_down[depth])
+            for node in nodes:
+                for child in node.children:
+                    parents[child] = node.index
+    return TreeTopology(
+        n_leaves=n,
+        levels=tuple(levels),
+        leaf_parents=tuple(tuple(parents) for parents in leaf_parents),
+    )
+
+
+# ------------------------------------------------------------------------------------------------- node texts
+
+_WORD = re.compile(r"[a-z][a-z'’-]{2,}")
+_STOPWORDS = frozenset(
+    """the and for that with this from are was were has have had not but its our which their such other these those
+    than into over may will would could should can also been being any all each more most some only per upon under
+    within about after before during between through against among both very who whom what when where why how out
+    they them there here then thus it's we us you your his her him she he one two three year years""".split()  # noqa: SIM905
+)
+# Lexicon categories whose concepts are topics rather than quantities.
+QUALITATIVE_CATEGORIES = frozenset(
+    {"financial_statements", "mdna", "accounting", "risk", "business", "esg", "governance", "legal", "sec_structure"}
+    | {"events", "guidance", "acquisitions", "segments"}
+)
+_BULLET = re.compile(r"^[\s•·◦▪\-–*]+")
+_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
+_MAX_LABEL_WORDS = 10
+_FOOTNOTE = re.compile(r"\s*(\(\d{1,2}\)|\*+)$")
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+
+
+def _is_table_line(line: str) -> bool:
+    return line.lstrip().startswith("|")
+
+
+def prose_sentences(text: str, min_words: int = 6, max_words: int = 60) -> list[str]:
+    """Sentences of a chunk's prose: markdown table lines, headings and number-only fragments left out."""
+    sentences: list[str] = []
+    for paragraph in text.split("\n"):
+        if _is_table_line(paragraph):
+            continue
+        line = _BULLET.sub("", normalize_line(paragraph))
+        if not line:
+            continue
+        for sentence in split_sentences(line):
+            words = sentence.split()
+            letters = sum(c.isalpha() for c in sentence)
+            if min_words <= len(words) <= max_words and letters >= 0.5 * len(sentence):
+                sentences.append(sentence)
+    return sentences
+
+
+def markdown_row_labels(text: str) -> list[str]:
+    """First cells of a markdown table's data rows (header and separator rows skipped)."""
+    labels: list[str] = []
+    table_lines = [line.strip() for line in text.split("\n") if _is_table_line(line)]
+    for i, line in enumerate(table_lines):
+        if i == 0 or set(line) <= set("|-: "):
+            continue
+        cells = line.strip("|").split("|")
+        label = clean_row_label(cells[0]) if cells else ""
+        if label:
+            labels.append(label)
+    return labels
+
+
+def clean_row_label(label: str) -> str:
+    """A row label fit for a question: whitespace collapsed, trailing colon and footnote markers dropped; "" when the
+    label has no letters."""
+    label = _FOOTNOTE.sub("", normalize_line(label)).rstrip(":").strip()
+    label = _truncate_words(label, _MAX_LABEL_WORDS).removesuffix(" ...")  # "..., net of tax of $(598), $(156), and"
+    return label.rstrip(",;") if sum(c.isalpha() for c in label) >= 2 else ""
+
+
+def term_mentions(text: str, lexicon: Lexicon) -> list[tuple[str, str]]:
+    """``(cluster_id, surface term)`` for every lexicon term in ``text``, in text order. Exact and normalized matches
+    only: filing text has few typos and many words, and fuzzy matching is the expensive part."""
+    return [(m.cluster_id, m.term) for m in lexicon.find_terms(text, fuzzy=False)]
+
+
+def rank_term_concepts(mentions: Sequence[Sequence[tuple[str, str]]], max_terms: int = 6) -> list[tuple[str, str]]:
+    """The most mentioned concepts over texts (``mentions`` holds one ``term_mentions`` list per text, in order), as
+    ``(cluster_id, surface term)``: one surface term per concept (its most frequent one), most mentioned concept
+    first, ties by first mention."""
+    concept_count: Counter[str] = Counter()
+    surface_count: dict[str, Counter[str]] = {}
+    first_seen: dict[str, int] = {}
+    for text_mentions in mentions:
+        for cluster_id, term in text_mentions:
+            concept_count[cluster_id] += 1
+            surface_count.setdefault(cluster_id, Counter())[term] += 1
+            first_seen.setdefault(cluster_id, len(first_seen))
+    ranked = sorted(concept_count, key=lambda c: (-concept_count[c], first_seen[c]))[:max_terms]
+    return [(c, min(surface_count[c], key=lambda t: (-surface_count[c][t], len(t), t))) for c in ranked]
+
+
+def rank_terms(mentions: Sequence[Sequence[tuple[str, str]]], max_terms: int = 6) -> list[str]:
+    """The surface terms of ``rank_term_concepts``."""
+    return [term for _, term in rank_term_concepts(mentions, max_terms)]
+
+
+def metric_terms(concepts: Sequence[tuple[str, str]], lexicon: Lexicon) -> list[str]:
+    """The terms of ``concepts`` that name a quantity (revenue, capex, ARPU), not a topic (risk factors, legal
+    proceedings): only those make sense in "How did <metric> change?"."""
+    return [term for cluster_id, term in concepts if lexicon.cluster(cluster_id).category not in QUALITATIVE_CATEGORIES]
+
+
+def salient_terms(texts: Sequence[str], lexicon: Lexicon, max_terms: int = 6) -> list[str]:
+    """The lexicon terms mentioned most in ``texts`` (see ``rank_terms``)."""
+    return rank_terms([term_mentions(text, lexicon) for text in texts], max_terms)
+
+
+def _truncate_words(text: str, max_words: int) -> str:
+    """At most ``max_words`` words, the last one an ellipsis when words were cut."""
+    words = text.split()
+    if len(words) <= max_words:
+        return text
+    if max_words < 2:
+        return " ".join(words[:max_words])
+    return " ".join(words[: max_words - 1]).rstrip(",;:") + " ..."
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def extractive_summary(
+    texts: Sequence[str],
+    embeddings: np.ndarray | Sequence[Sequence[float]] | None = None,
+    max_sentences: int = 4,
+    lexicon: Lexicon | None = None,
+    terms: Sequence[str] | None = None,
+    row_labels: Sequence[str] | None = None,
+    max_words: int = 120,
+    max_terms: int = 6,
+    max_row_labels: int = 8,
+) -> str:
+    """A deterministic, model-free summary of a node's chunks, at most ``max_words`` words.
+
+    Lines, in order: the most central prose sentences (scored by TF-IDF similarity to the node's word centroid plus
+    the centrality of their chunk, i.e. cosine of its embedding to the embeddings' centroid; at most one sentence
+    per chunk while other chunks have candidates; near-duplicates from chunk overlap skipped; shown in document
+    order), then ``Key terms: ...`` (salient lexicon terms) and ``Table rows: ...`` (row labels of table chunks).
+
+    :param texts: the chunk texts below the node, in document order.
+    :param embeddings: their embeddings (n, dim), or None to rank sentences by words alone.
+    :param max_sentences: most sentences kept.
+    :param lexicon: used to find salient terms when ``terms`` is not given.
+    :param terms: salient terms, already ranked (precomputed by the caller to avoid re-matching shared leaves).
+    :param row_labels: table row labels; None reads the first cells of markdown table rows in ``texts``.
+    :param max_words: word budget of the whole summary.
+    """
+    if not texts:
+        return ""
+    if terms is None:
+        terms = salient_terms(texts, lexicon, max_terms) if lexicon is not None else []
+    terms = list(dict.fromkeys(terms))[:max_terms]
+    if row_labels is None:
+        row_labels = [label for text in texts for label in markdown_row_labels(text)]
+    labels = list(dict.fromkeys(label for label in row_labels if label))[:max_row_labels]
+
+    extra_lines: list[str] = []
+    if terms:
+        extra_lines.append(_truncate_words("Key terms: " + ", ".join(terms) + ".", max(4, max_words // 6)))
+    if labels:
+        extra_lines.append(_truncate_words("Table rows: " + "; ".join(labels) + ".", max(4, max_words // 4)))
+    while extra_lines and sum(len(line.split()) for line in extra_lines) > max_words:  # only for tiny budgets
+        extra_lines.pop()
+    budget = max_words - sum(len(line.split()) for line in extra_lines)
+
+    centrality = np.zeros(len(texts))
+    if embeddings is not None and len(texts) > 1:
+        vectors = _unit_rows(np.asarray(embeddings, dtype=float))
+        centroid = _unit_rows(vectors.mean(axis=0, keepdims=True))[0]
+        centrality = vectors @ centroid
+
+    candidates: list[tuple[int, int, str, list[str]]] = []  # (text index, position, sentence, words)
+    for t, text in enumerate(texts):
+        for p, sentence in enumerate(prose_sentences(text)):
+            candidates.append((t, p, sentence, _words(sentence)))
+    chosen: list[tuple[int, int, str]] = []
+    if candidates and budget > 0 and max_sentences > 0:
+        document_frequency: Counter[str] = Counter()
+        for *_, words in candidates:
+            document_frequency.update(set(words))
+        n_sentences = len(candidates)
+        idf = {w: math.log(1.0 + n_sentences / df) for w, df in document_frequency.items()}
+        centroid_weights: Counter[str] = Counter()
+        for *_, words in candidates:
+            for word in words:
+                centroid_weights[word] += idf[word]
+        centroid_norm = math.sqrt(sum(v * v for v in centroid_weights.values())) or 1.0
+        term_keys = [term.lower() for term in terms]
+        scored: list[tuple[float, int, int, str, set[str]]] = []
+        for t, p, sentence, words in candidates:
+            weights = Counter({w: c * idf[w] for w, c in Counter(words).items()})
+            norm = math.sqrt(sum(v * v for v in weights.values())) or 1.0
+            lexical = sum(v * centroid_weights[w] for w, v in weights.items()) / (norm * centroid_norm)
+            lowered = sentence.lower()
+            term_bonus = 0.05 * min(3, sum(key in lowered for key in term_keys))
+            # "... were as follows:" introduces a table and says little on its own.
+            intro_penalty = 0.1 if sentence.endswith(":") else 0.0
+            score = lexical + 0.5 * float(centrality[t]) + term_bonus - intro_penalty
+            scored.append((-score, t, p, sentence, set(words)))
+        scored.sort(key=lambda s: s[:3])
+        used_texts: set[int] = set()
+        kept_words: list[set[str]] = []
+        seen: set[str] = set()
+        remaining = budget
+        n_texts_with_candidates = len({t for t, *_ in candidates})
+        # Best first; one sentence per chunk while other chunks still offer one; a sentence that does not fit the
+        # word budget is passed over for a shorter one.
+        for pass_number in (0, 1):
+            for _, t, p, sentence, words in scored:
+                if len(chosen) >= max_sentences or remaining <= 0:
+                    break
+                key = sentence.lower()
+                n_words = len(sentence.split())
+                if key in seen or n_words > remaining or any(_jaccard(words, w) >= 0.7 for w in kept_words):
+                    continue
+                if pass_number == 0 and t in used_texts and len(used_texts) < n_texts_with_candidates:
+                    continue
+                chosen.append((t, p, sentence))
+                used_texts.add(t)
+                kept_words.append(words)
+                seen.add(key)
+                remaining -= n_words
+        if not chosen and remaining >= 5:  # every sentence is longer than the budget: cut the best one
+            _, t, p, sentence, _ = scored[0]
+            chosen.append((t, p, _truncate_words(sentence, max(budget, 1))))
+        chosen.sort()
+
+    lines: list[str] = []
+    if chosen:
+        lines.append(" ".join(sentence for _, _, sentence in chosen))
+    elif not extra_lines:  # no prose, terms or rows (e.g. an image caption fragment): the opening words
+        opening = normalize_line(" ".join(t for t in texts if t))
+        lines.append(_truncate_words(opening, max_words) if opening else "")
+    return "\n".join(line for line in [*lines, *extra_lines] if line)
+
+
+def periods_from_texts(texts: Sequence[str], max_periods: int = 2) -> list[str]:
+    """The years mentioned most in ``texts`` (ties: latest first), as period labels for questions."""
+    counts = Counter(match for text in texts for match in _YEAR.findall(text))
+    return [year for year, _ in sorted(counts.items(), key=lambda kv: (-kv[1], -int(kv[0])))[:max_periods]]
+
+
+def _looks_like_heading(text: str) -> bool:
+    """Risk-factor and other "headings" are often whole sentences; a question reads badly around those."""
+    words = text.split()
+    return 0 < len(words) <= 12 and (text[0].isupper() or text[0].isdigit()) and not text.endswith((".", ",", ";"))
+
+
+def _heading(section_paths: Sequence[Sequence[str]]) -> str:
+    """The most common deepest heading among the chunks (first in document order on ties); the Item label when the
+    deepest headings do not read as headings."""
+    deepest = [str(path[-1]).strip() for path in section_paths if path and str(path[-1]).strip()]
+    deepest = [heading for heading in deepest if _looks_like_heading(heading)]
+    if not deepest:
+        labels = [str(path[0]).strip() for path in section_paths if path and str(path[0]).strip()]
+        return labels[0] if labels else ""
+    counts = Counter(deepest)
+    return max(dict.fromkeys(deepest), key=lambda h: counts[h])
+
+
+def _interleave(first: Sequence[str], second: Sequence[str]) -> list[str]:
+    merged: list[str] = []
+    for i in range(max(len(first), len(second))):
+        merged += [*first[i : i + 1], *second[i : i + 1]]
+    return merged
+
+
+def template_questions(
+    texts: Sequence[str],
+    section_paths: Sequence[Sequence[str]],
+    table_row_labels: Sequence[str],
+    terms: Sequence[str],
+    periods: Sequence[str],
+    max_questions: int = 5,
+    metrics: Sequence[str] | None = None,
+) -> list[str]:
+    """Deterministic questions a node's subtree answers, built from templates (no LLM), at most ``max_questions``.
+
+    Templates, interleaved so a node mixes them: "What was <row label> in <period>?", "What does <heading> say about
+    <term>?", "How did <metric> change from <older period> to <period>?", then more of the first two, then
+    "What does <heading> say?" as a last resort. ``periods`` come most recent first (e.g. table column years, then
+    the filing's period); when empty, the years mentioned most in ``texts`` are used.
+
+    :param texts: the chunk texts below the node (used only for fallback periods).
+    :param section_paths: the chunks' section paths (Item label first, deepest heading last).
+    :param table_row_labels: row labels of the node's table chunks, in order of importance.
+    :param terms: salient lexicon terms, most salient first.
+    :param periods: period labels, most recent first.
+    :param max_questions: most questions returned.
+    :param metrics: terms that name quantities (see ``metric_terms``); the change question uses a row label, else
+        the first metric, else none is asked (how a topic like "legal proceedings" changed is no question).
+    """
+    labels = list(dict.fromkeys(clean_row_label(label) for label in table_row_labels))
+    labels = [label for label in labels if label]
+    terms = list(dict.fromkeys(t for t in terms if t))
+    periods = list(dict.fromkeys(p for p in periods if p)) or periods_from_texts(texts)
+    heading = _heading(section_paths) or "this section"
+    period = periods[0] if periods else ""
+    in_period = f" in {period}" if period else ""
+
+    row_questions = [f"What was {label}{in_period}?" for label in labels]
+    term_questions = [f"What does {heading} say about {term}?" for term in terms]
+    metrics = [m for m in metrics or [] if m]
+    change_metric = labels[0] if labels else (metrics[0] if metrics else "")
+    change: list[str] = []
+    if change_metric and len(periods) >= 2:
+        change = [f"How did {change_metric} change from {periods[1]} to {periods[0]}?"]
+    elif change_metric:
+        change = [f"How did {change_metric} change{in_period}?"]
+    ordered = [
+        *row_questions[:1],
+        *term_questions[:1],
+        *change,
+        *_interleave(row_questions[1:], term_questions[1:]),
+        f"What does {heading} say?",
+    ]
+    return list(dict.fromkeys(ordered))[:max_questions]
+
+
+def table_periods(columns: Sequence[str]) -> list[str]:
+    """Years named in a table's column headers ("Year ended December 31, 2015"), most recent first."""
+    years = {year for column in columns for year in _YEAR.findall(column)}
+    return sorted(years, reverse=True)
+
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+_QUESTION_PREFIX = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)]|Q\d{1,2}[:.)])\s*")
+
+
+def parse_node_reply(
+    reply: str, max_words: int = 120, max_questions: int = 5, max_question_words: int = 40
+) -> tuple[str | None, list[str] | None]:
+    """Read a chat model's ``{"summary": str, "questions": [str, ...]}`` reply defensively.
+
+    Tolerates reasoning blocks (``<think>...</think>``), code fences and prose around the JSON object, and a
+    newline-separated string instead of a question list. Returns ``(summary, questions)``, each None when missing,
+    empty or of the wrong type; the summary is cut to ``max_words`` words, questions to ``max_questions``.
+    """
+    text = _FENCE.sub("", _THINK.sub("", reply or "").strip()).strip()
+    data = None
+    for candidate in (text, text[text.find("{") : text.rfind("}") + 1] if "{" in text else ""):
+        if not candidate:
+            continue
+        try:
+            data = json.loads(candidate)
+            break
+        except (json.JSONDecodeError, ValueError):
+            continue
+    if not isinstance(data, dict):
+        return None, None
+    summary = data.get("summary")
+    summary = _truncate_words(" ".join(summary.split()), max_words) if isinstance(summary, str) else ""
+    raw = data.get("questions")
+    if isinstance(raw, str):
+        raw = raw.split("\n")
+    questions: list[str] = []
+    if isinstance(raw, list):
+        for question in raw:
+            if isinstance(question, str):
+                cleaned = _truncate_words(" ".join(_QUESTION_PREFIX.sub("", question).split()), max_question_words)
+                if cleaned and cleaned not in questions:
+                    questions.append(cleaned)
+    return (summary or None), (questions[:max_questions] or None)

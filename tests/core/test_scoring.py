@@ -1,0 +1,223 @@
+"""Fallback scorer (dense + BM25 + table prior) and the two-stage budget helpers."""
+
+import math
+import random
+
+import pytest
+
+from haystack_fin.core.scoring import (
+    FallbackWeights,
+    GroupBudget,
+    Passage,
+    asks_for_number,
+    content_terms,
+    dense_scores,
+    even_split,
+    group_budgets,
+    lexical_scores,
+    score_passages,
+    two_stage_select,
+)
+
+QUERY = "What was the FY2018 capital expenditure of 3M?"
+Q_EMB = [1.0, 0.0, 0.0]
+
+CAPEX = Passage(
+    "Capital expenditures were $1.6 billion in 2018, up from 2017.", embedding=[0.9, 0.1, 0.0]
+)  # terms + close
+CAPEX_FAR = Passage("Capital expenditures are reviewed by the board.", embedding=[0.1, 0.9, 0.2])  # terms, far
+CLOSE_ONLY = Passage("Investment in property and plant increased.", embedding=[0.8, 0.3, 0.1])  # close, no terms
+NOISE = Passage("The company faces competition from other retailers.", embedding=[0.0, 0.2, 0.9])
+
+
+class TestTerms:
+    def test_content_terms_drop_question_words_and_fold_plurals(self) -> None:
+        assert content_terms("What were the capital expenditures?") == ["capital", "expenditure"]
+
+    def test_content_terms_split_fiscal_year(self) -> None:
+        assert content_terms("FY2018 revenue") == ["fy2018", "2018", "revenue"]
+
+    @pytest.mark.parametrize(
+        "question",
+        [
+            "What is the FY2016 COGS for Microsoft?",
+            "How much did Pepsico increase its revolving credit agreement?",
+            "What is Netflix's total current liabilities (in USD millions)?",
+            "capex as a % of revenue",
+        ],
+    )
+    def test_asks_for_number(self, question: str) -> None:
+        assert asks_for_number(question)
+
+    @pytest.mark.parametrize(
+        "question",
+        ["Has Pepsico reported any materially important ongoing legal battles?", "Who is the CEO of Best Buy?"],
+    )
+    def test_does_not_ask_for_number(self, question: str) -> None:
+        assert not asks_for_number(question)
+
+
+class TestWeights:
+    def test_defaults(self) -> None:
+        assert FallbackWeights.from_dict(None) == FallbackWeights()
+
+    def test_partial_override(self) -> None:
+        w = FallbackWeights.from_dict({"table": 0})
+        assert (w.dense, w.lexical, w.table) == (0.7, 0.3, 0.0)
+
+    def test_unknown_key(self) -> None:
+        with pytest.raises(ValueError, match="unknown fallback weight"):
+            FallbackWeights.from_dict({"bm25": 1.0})
+
+    @pytest.mark.parametrize("bad", [{"dense": -0.1}, {"lexical": math.nan}, {"dense": 0, "lexical": 0}])
+    def test_invalid(self, bad: dict[str, float]) -> None:
+        with pytest.raises(ValueError):
+            FallbackWeights.from_dict(bad)
+
+
+class TestScorePassages:
+    def test_terms_and_close_embedding_rank_first(self) -> None:
+        passages = [NOISE, CAPEX_FAR, CLOSE_ONLY, CAPEX]
+        scores = [s.score for s in score_passages(QUERY, passages, Q_EMB)]
+        assert max(range(4), key=scores.__getitem__) == 3
+        assert scores[0] == min(scores)
+
+    def test_scores_in_unit_interval(self) -> None:
+        rng = random.Random(7)
+        words = ["capital", "expenditure", "revenue", "2018", "board", "competition", "plant", "cash", "the", "of"]
+        passages = [
+            Passage(" ".join(rng.choices(words, k=rng.randint(0, 30))), [rng.uniform(-1, 1) for _ in range(3)])
+            for _ in range(60)
+        ]
+        for s in score_passages(QUERY, passages, Q_EMB):
+            assert 0.0 <= s.score <= 1.0
+            assert s.dense is not None and 0.0 <= s.dense <= 1.0
+            assert s.lexical is not None and 0.0 <= s.lexical <= 1.0
+
+    def test_deterministic_and_order_independent(self) -> None:
+        passages = [NOISE, CAPEX_FAR, CLOSE_ONLY, CAPEX]
+        first = score_passages(QUERY, passages, Q_EMB)
+        assert first == score_passages(QUERY, passages, Q_EMB)
+        reversed_scores = score_passages(QUERY, passages[::-1], Q_EMB)[::-1]
+        assert [s.score for s in reversed_scores] == pytest.approx([s.score for s in first])
+
+    def test_without_embeddings_lexical_decides(self) -> None:
+        scores = score_passages(QUERY, [NOISE, CLOSE_ONLY, CAPEX])
+        assert all(s.dense is None for s in scores)
+        assert scores[2].score > scores[1].score
+        assert scores[2].lexical == 1.0
+
+    def test_missing_passage_embedding_is_imputed_not_zeroed(self) -> None:
+        no_emb = Passage(CAPEX.text)
+        scores = score_passages(QUERY, [no_emb, CLOSE_ONLY, NOISE], Q_EMB, FallbackWeights(table=0))
+        assert scores[0].dense is None
+        assert scores[0].score == pytest.approx(scores[0].lexical)  # only the lexical signal is in use
+        assert scores[0].score > scores[1].score
+
+    def test_two_candidates_term_in_one(self) -> None:
+        # rank-bm25's Okapi IDF is log(1.5/1.5) = 0 here; the Lucene IDF keeps the match visible.
+        assert lexical_scores(["capex"], [["capex", "rose"], ["sales", "rose"]]) == [1.0, 0.0]
+
+    def test_single_candidate(self) -> None:
+        (s,) = score_passages(QUERY, [CAPEX], weights=FallbackWeights(table=0))
+        assert s.score == 1.0
+
+    def test_table_prior_caps_text_passages_for_numeric_questions(self) -> None:
+        (s,) = score_passages(QUERY, [CAPEX])
+        assert (s.lexical, s.table) == (1.0, 0.0)
+        assert s.score == pytest.approx(0.3 / 0.6)  # lexical weight / (lexical + table)
+
+    def test_stopword_only_query_keeps_scores_zero(self) -> None:
+        scores = score_passages("what was the", [CAPEX, NOISE])
+        assert [s.score for s in scores] == [0.0, 0.0]
+        assert scores[0].lexical is None
+
+    def test_empty(self) -> None:
+        assert score_passages(QUERY, []) == []
+
+    def test_dimension_mismatch(self) -> None:
+        with pytest.raises(ValueError, match="same embedder"):
+            dense_scores([1.0, 0.0], [[1.0, 0.0, 0.0]])
+
+    def test_negative_cosine_clipped(self) -> None:
+        assert dense_scores([1.0, 0.0], [[-1.0, 0.0], [1.0, 1.0], None]) == [0.0, 1.0, None]
+
+    def test_table_prior_for_numeric_question(self) -> None:
+        text = Passage("Capital expenditures in 2018 rose as we expanded plants and invested further.")
+        table = Passage(
+            "| | 2018 | 2017 |\n| Capital expenditures | (1,577) | (1,373) |",
+            is_table=True,
+            table_labels=["Capital expenditures", "Purchases of marketable securities", "2018", "2017"],
+        )
+        no_prior = score_passages(QUERY, [text, table], weights=FallbackWeights(table=0.0))
+        with_prior = score_passages(QUERY, [text, table])
+        assert no_prior[1].table is None
+        assert with_prior[1].table == pytest.approx(3 / 5)  # capital, expenditure, 2018 of 5 terms
+        assert with_prior[0].table == 0.0
+        assert with_prior[1].score - with_prior[0].score > no_prior[1].score - no_prior[0].score
+
+    def test_table_prior_off_for_non_numeric_question(self) -> None:
+        table = Passage("| Legal proceedings |", is_table=True, table_labels=["Legal proceedings"])
+        (s,) = score_passages("Is Pepsico involved in legal proceedings?", [table])
+        assert s.table is None
+
+
+class TestBudgets:
+    def test_even_split_rounds_up(self) -> None:
+        assert [even_split(5, n) for n in (1, 2, 3, 5, 10)] == [5, 3, 2, 1, 1]
+
+    def test_even_split_when_no_meta(self) -> None:
+        keys = [("f", "7"), ("f", "7"), ("f", "8"), ("g", "7")]
+        budgets = group_budgets(keys, top_k=5)
+        assert list(budgets) == [("f", "7"), ("f", "8"), ("g", "7")]
+        assert {b.budget for b in budgets.values()} == {2}
+        assert {b.source for b in budgets.values()} == {"even_split"}
+        assert budgets[("f", "7")].n_candidates == 2
+
+    def test_budget_k_from_meta_takes_group_max(self) -> None:
+        keys = [("f", "7"), ("f", "7"), ("f", "8")]
+        budgets = group_budgets(keys, top_k=4, meta_budgets=[3, None, None])
+        assert budgets[("f", "7")] == GroupBudget(("f", "7"), 3, "meta", 2)
+        assert budgets[("f", "8")] == GroupBudget(("f", "8"), 2, "even_split", 1)
+
+    def test_invalid_meta_budget_ignored(self) -> None:
+        budgets = group_budgets([("f", "7")], top_k=4, meta_budgets=[0])
+        assert budgets[("f", "7")].source == "even_split"
+
+    def test_stage1_top_k_overrides_meta(self) -> None:
+        budgets = group_budgets([("f", "7"), ("f", "8")], top_k=4, meta_budgets=[3, 1], stage1_top_k=2)
+        assert [(b.budget, b.source) for b in budgets.values()] == [(2, "stage1_top_k")] * 2
+
+    def test_length_mismatch(self) -> None:
+        with pytest.raises(ValueError):
+            group_budgets([("f", "7")], top_k=4, meta_budgets=[1, 2])
+
+
+class TestTwoStageSelect:
+    def test_group_budgets_then_global_cut(self) -> None:
+        # Item 7 holds the four best passages; its budget of 2 lets Item 8's best two compete in stage 2.
+        scores = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]
+        keys = [("f", "7")] * 4 + [("f", "8")] * 3
+        sel = two_stage_select(scores, keys, {("f", "7"): 2, ("f", "8"): 2}, top_k=3)
+        assert [c.index for c in sel.selected] == [0, 1, 4]
+        assert [c.stage1_rank for c in sel.selected] == [1, 2, 1]
+        assert [c.stage2_rank for c in sel.selected] == [1, 2, 3]
+        assert sel.kept_stage1 == {("f", "7"): 2, ("f", "8"): 2}
+        assert sel.kept_stage2 == {("f", "7"): 2, ("f", "8"): 1}
+
+    def test_ties_keep_original_rank(self) -> None:
+        sel = two_stage_select([0.5, 0.7, 0.5, 0.5], [(None, None)] * 4, {(None, None): 4}, top_k=4)
+        assert [c.index for c in sel.selected] == [1, 0, 2, 3]
+
+    def test_budgets_can_return_fewer_than_top_k(self) -> None:
+        sel = two_stage_select([0.9, 0.8, 0.7], [("f", "7")] * 3, {("f", "7"): 1}, top_k=3)
+        assert [c.index for c in sel.selected] == [0]
+
+    def test_accepts_group_budget_objects(self) -> None:
+        keys = [("f", "7"), ("f", "7")]
+        sel = two_stage_select([0.1, 0.2], keys, group_budgets(keys, top_k=1), top_k=1)
+        assert [c.index for c in sel.selected] == [1]
+
+    def test_length_mismatch(self) -> None:
+        with pytest.raises(ValueError):
+            two_stage_select([0.1], [], {}, top_k=1)
