@@ -1,0 +1,83 @@
+"""Structural checks of FilingSplitter output over a folder of filings (no embedding, no store).
+
+For every filing: Items with page ranges, and counts of chunks missing a provenance field, table blocks with more
+than 15 data rows, and text chunks that contain a table row (a row's label followed by its first two values, as the
+row would read if table text leaked into running text).
+
+    python benchmarks/check_chunks.py ../shared/data/financebench-dev/pdfs ../shared/data/edgar-html [--json]
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from haystack_fin.components.filing_converter import FilingConverter
+from haystack_fin.components.filing_splitter import FilingSplitter
+from haystack_fin.core import schema
+
+MAX_ROWS = 15
+
+
+def check(path: Path, converter: FilingConverter, splitter: FilingSplitter) -> dict:
+    result = converter.run(sources=[path])
+    if result["failures"]:
+        return {"filing": path.name, "error": result["failures"][0]["error"]}
+    split = splitter.run(documents=result["documents"])
+    chunks, node = split["documents"], split["filing_nodes"][0]
+    missing = sum(1 for c in chunks if not set(schema.PROVENANCE_FIELDS) <= c.meta.keys())
+    tables = [c for c in chunks if c.meta[schema.MODALITY] == "table"]
+    oversized = sum(1 for t in tables if len(t.meta[schema.TABLE_JSON]["rows"]) > MAX_ROWS)
+    row_probes = set()
+    for t in tables:
+        for row in t.meta[schema.TABLE_JSON]["rows"]:
+            values = [c for c in row["cells"][1:] if c]
+            if row["label"] and len(row["label"]) > 12 and len(values) >= 2:
+                row_probes.add(f"{row['label']} {values[0]} {values[1]}")
+    text = [c.content for c in chunks if c.meta[schema.MODALITY] == "text"]
+    leaks = sum(1 for probe in row_probes if any(probe in t for t in text))
+    return {
+        "filing": path.name,
+        "form": node.meta[schema.FORM],
+        "pages": node.meta[schema.N_PAGES],
+        "chunks": len(chunks),
+        "tables": len(tables),
+        "missing_provenance": missing,
+        "blocks_over_15_rows": oversized,
+        "table_rows_probed": len(row_probes),
+        "table_rows_in_text": leaks,
+        "items": " ".join(f"{it['item']}:{it['start_page']}-{it['end_page']}" for it in node.meta[schema.ITEMS]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folders", nargs="+")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    converter, splitter = FilingConverter(), FilingSplitter()
+    files = sorted(
+        p for folder in args.folders for p in Path(folder).iterdir() if p.suffix.lower() in (".pdf", ".htm", ".html")
+    )
+    rows = [check(p, converter, splitter) for p in files]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        if "error" in r:
+            print(f"{r['filing']}: ERROR {r['error']}")
+            continue
+        print(
+            f"{r['filing']}: {r['form']} {r['pages']}p {r['chunks']} chunks ({r['tables']} table blocks); "
+            f"missing provenance {r['missing_provenance']}, blocks >15 rows {r['blocks_over_15_rows']}, "
+            f"table rows in text {r['table_rows_in_text']}/{r['table_rows_probed']}\n    {r['items']}"
+        )
+    totals = {k: sum(r.get(k, 0) for r in rows) for k in ("chunks", "missing_provenance", "blocks_over_15_rows")}
+    totals["table_rows_in_text"] = sum(r.get("table_rows_in_text", 0) for r in rows)
+    totals["table_rows_probed"] = sum(r.get("table_rows_probed", 0) for r in rows)
+    print(json.dumps(totals))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
