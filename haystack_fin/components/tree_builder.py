@@ -18,7 +18,6 @@ from haystack_fin.core.trees import (
     DEFAULT_MAX_CLUSTER_SIZE,
     DEFAULT_REDUCER,
     DEFAULT_SOFT_THRESHOLD,
-    REDUCERS,
     TreeNode,
     TreeTopology,
     build_tree_topology,
@@ -31,6 +30,7 @@ from haystack_fin.core.trees import (
     table_periods,
     template_questions,
     term_mentions,
+    validate_tree_params,
 )
 
 logger = logging.getLogger(__name__)
@@ -163,12 +163,7 @@ class TreeBuilder:
         :param random_state: seed of the clustering.
         :param progress_bar: show a progress bar over (filing, Item) groups.
         """
-        if reducer not in REDUCERS:
-            raise ValueError(f"reducer must be one of {REDUCERS}, got {reducer!r}.")
-        if max_cluster_size < 2:
-            raise ValueError(f"max_cluster_size must be at least 2, got {max_cluster_size}.")
-        if not 0.0 < soft_threshold <= 1.0:
-            raise ValueError(f"soft_threshold must be in (0, 1], got {soft_threshold}.")
+        validate_tree_params(reducer, max_cluster_size, soft_threshold)
         if max_summary_words < 10:
             raise ValueError(f"max_summary_words must be at least 10, got {max_summary_words}.")
         if max_questions < 1:

@@ -283,6 +283,16 @@ def _absorb_singletons(
     return [(sorted(g), sorted(p)) for (g, p), keep in zip(merged, alive, strict=True) if keep and (p or len(g) > 1)]
 
 
+def validate_tree_params(reducer: str, max_cluster_size: int, soft_threshold: float) -> None:
+    """Raise ValueError naming the bad value; shared by ``build_tree_topology`` and TreeBuilder's ``__init__``."""
+    if reducer not in REDUCERS:
+        raise ValueError(f"reducer must be one of {REDUCERS}, got {reducer!r}.")
+    if max_cluster_size < 2:
+        raise ValueError(f"max_cluster_size must be at least 2, got {max_cluster_size}.")
+    if not 0.0 < soft_threshold <= 1.0:
+        raise ValueError(f"soft_threshold must be in (0, 1], got {soft_threshold}.")
+
+
 def build_tree_topology(
     embeddings: np.ndarray | Sequence[Sequence[float]],
     max_cluster_size: int = DEFAULT_MAX_CLUSTER_SIZE,
@@ -327,12 +337,7 @@ def build_tree_topology(
         raise ValueError(f"embeddings must be a non-empty (n, dim) array, got shape {vectors.shape}.")
     if not np.all(np.isfinite(vectors)):
         raise ValueError("embeddings contain NaN or infinite values.")
-    if reducer not in REDUCERS:
-        raise ValueError(f"reducer must be one of {REDUCERS}, got {reducer!r}.")
-    if max_cluster_size < 2:
-        raise ValueError(f"max_cluster_size must be at least 2, got {max_cluster_size}.")
-    if not 0.0 < soft_threshold <= 1.0:
-        raise ValueError(f"soft_threshold must be in (0, 1], got {soft_threshold}.")
+    validate_tree_params(reducer, max_cluster_size, soft_threshold)
     if max_memberships < 1:
         raise ValueError(f"max_memberships must be at least 1, got {max_memberships}.")
     # One BLAS/OpenMP thread: on these small matrices threads only contend (on 2 shared cores an SVD of 154 x 384 took

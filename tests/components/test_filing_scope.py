@@ -5,6 +5,7 @@ open-source PDFs; the questions are our own paraphrases.
 """
 
 import json
+from pathlib import Path
 
 import pytest
 from haystack import Document, Pipeline
@@ -14,35 +15,12 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_fin.components.filing_scope import FilingScope
 
-# filing_id, company, ticker, form, fiscal_year, fiscal_quarter, period_end, period, 8-K items
+# filing_id, company, ticker, form, fiscal_year, fiscal_quarter, period_end, period, items (shared with the other
+# scope tests: tests/fixtures/filing_profiles.json)
 FILINGS = [
-    ("ACTIVISIONBLIZZARD_2019_10K", "ACTIVISION BLIZZARD, INC.", "ATVI", "10-K", 2019, None, "2019-12-31", "FY2019",
-     ()),
-    ("BESTBUY_2017_10K", "BEST BUY CO., INC.", "", "10-K", 2017, None, "2017-01-28", "FY2017", ()),
-    ("BESTBUY_2019_10K", "BEST BUY CO., INC.", "", "10-K", 2019, None, "2019-02-02", "FY2019", ()),
-    ("BESTBUY_2023_10K", "BEST BUY CO., INC.", "BBY", "10-K", 2023, None, "2023-01-28", "FY2023", ()),
-    ("BESTBUY_2024Q2_10Q", "BEST BUY CO., INC.", "BBY", "10-Q", 2024, 2, "2023-07-29", "FY2024 Q2", ()),
-    ("COCACOLA_2017_10K", "THE COCA-COLA COMPANY", "", "10-K", 2017, None, "2017-12-31", "FY2017", ()),
-    ("MGMRESORTS_2018_10K", "MGM RESORTS INTERNATIONAL", "", "10-K", 2018, None, "2018-12-31", "FY2018", ()),
-    ("MGMRESORTS_2020_10K", "MGM RESORTS INTERNATIONAL", "MGM", "10-K", 2020, None, "2020-12-31", "FY2020", ()),
-    ("MGMRESORTS_2022Q4_EARNINGS", "MGM Resorts International", "MGM", "earnings_release", 2022, 4, "2022-12-31",
-     "FY2022 Q4", ()),
-    ("MGMRESORTS_2022_10K", "MGM Resorts International", "MGM", "10-K", 2022, None, "2022-12-31", "FY2022", ()),
-    ("MGMRESORTS_2023Q2_10Q", "MGM Resorts International", "MGM", "10-Q", 2023, 2, "2023-06-30", "FY2023 Q2", ()),
-    ("MICROSOFT_2016_10K", "MICROSOFT CORPORATION", "", "10-K", 2016, None, "2016-06-30", "FY2016", ()),
-    ("MICROSOFT_2023_10K", "MICROSOFT CORPORATION", "MSFT", "10-K", 2023, None, "2023-06-30", "FY2023", ()),
-    ("NETFLIX_2015_10K", "Netflix, Inc.", "", "10-K", 2015, None, "2015-12-31", "FY2015", ()),
-    ("NETFLIX_2017_10K", "Netflix, Inc.", "", "10-K", 2017, None, "2017-12-31", "FY2017", ()),
-    ("PEPSICO_2021_10K", "PepsiCo, Inc.", "PEP", "10-K", 2021, None, "2021-12-25", "FY2021", ()),
-    ("PEPSICO_2022_10K", "PepsiCo, Inc.", "PEP", "10-K", 2022, None, "2022-12-31", "FY2022", ()),
-    ("PEPSICO_2023Q1_EARNINGS", "PepsiCo, Inc.", "PEP", "earnings_release", 2023, 1, "2023-03-25", "FY2023 Q1", ()),
-    ("PEPSICO_2023_8K_dated-2023-05-05", "PepsiCo, Inc.", "PEP", "8-K", 2023, None, "2023-05-03", "2023-05-03",
-     ("5.07",)),
-    ("PEPSICO_2023_8K_dated-2023-05-30", "PepsiCo, Inc.", "PEP", "8-K", 2023, None, "2023-05-26", "2023-05-26",
-     ("8.01", "9.01")),
-    ("VERIZON_2021_10K", "Verizon Communications Inc.", "VZ", "10-K", 2021, None, "2021-12-31", "FY2021", ()),
-    ("VERIZON_2022_10K", "Verizon Communications Inc.", "VZ", "10-K", 2022, None, "2022-12-31", "FY2022", ()),
-]  # fmt: skip
+    (*row[:8], tuple(row[8]))
+    for row in json.loads((Path(__file__).parents[1] / "fixtures" / "filing_profiles.json").read_text())["rows"]
+]
 ALL_IDS = {row[0] for row in FILINGS}
 
 
