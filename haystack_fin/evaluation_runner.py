@@ -81,6 +81,11 @@ class HaystackFinRetrieval:
         retriever.use_summary_tree = "summary_tree" not in ablate
         retriever.use_question_tree = "question_tree" not in ablate
         self.pipe.warm_up()
+        # What a server does at start-up: embedded Qdrant filters by scanning the collection in Python (~1.7 s
+        # per filing on a 40k-node index), so the per-filing tree caches are filled once before timing queries.
+        t0 = time.perf_counter()
+        self.preloaded = retriever.preload()
+        self.preload_s = time.perf_counter() - t0
 
     def close(self) -> None:
         from haystack_fin.store_registry import release_store
@@ -279,6 +284,7 @@ def run_financebench(
     finally:
         fin.close()
     result["timings"]["index_ms_per_page"] = round(index_ms, 1) if index_ms is not None else None
+    result["timings"]["preload_s"] = round(fin.preload_s, 1)
     result["config"] = {"setting": setting, "ablate": sorted(ablated), "ks": list(ks), "n_questions": len(questions)}
     if baseline:
         plain = PlainHaystackBaseline(model)
