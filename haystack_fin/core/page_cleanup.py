@@ -81,7 +81,10 @@ def _continues(prev: Element, nxt: Element) -> bool:
 
 
 def _same_table(prev: TableData, nxt: TableData) -> bool:
-    return prev.n_cols == nxt.n_cols and prev.n_cols >= 2
+    # A continuation has the same columns and no caption of its own (or the same one, or "(continued)"); a new
+    # statement on the next page (income statement, then comprehensive income) has its own title.
+    untitled = not nxt.title or squash(nxt.title) == squash(prev.title) or "continued" in nxt.title.lower()
+    return prev.n_cols == nxt.n_cols and prev.n_cols >= 2 and untitled
 
 
 def join_page_breaks(elements: list[Element]) -> list[Element]:

@@ -59,3 +59,13 @@ def test_table_broken_by_page_is_joined_and_repeated_header_dropped():
         ["Goodwill", "5", "6"],
         ["Total assets", "9", "12"],
     ]
+
+
+def test_next_page_table_with_its_own_title_is_not_joined():
+    head = ["", "2023", "2022"]
+    income = TableData(rows=[head, ["Revenue", "1", "2"]], header_rows=1, title="Statements of Earnings")
+    other = TableData(
+        rows=[head, ["Net earnings", "5", "6"]], header_rows=1, title="Statements of Comprehensive Income"
+    )
+    elements = [Element("table", "t1", 4, table=income), Element("table", "t2", 5, table=other)]
+    assert len(join_page_breaks(elements)) == 2
