@@ -179,9 +179,9 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
     pipe = load_pipeline(
         "query", args.store, args.qdrant_url, args.index, transform=None if generate else strip_generation
     )
-    for name in ("router", "retriever", "window"):
-        pipe.get_component(name).top_k = args.k
-    pipe.get_component("ranker").top_k = 2 * args.k
+    for name in ("router", "retriever", "ranker"):
+        pipe.get_component(name).top_k = 2 * args.k  # candidates; hits inside a better hit's window are skipped
+    pipe.get_component("window").top_k = args.k
     inputs: dict[str, Any] = {
         "embedder": {"text": question},
         "scope": {"query": question, "filing_ids": [args.filing] if args.filing else None},

@@ -99,7 +99,9 @@ class HaystackFinRetrieval:
             filing_ids = p.get_component("scope").run(query=question)["filing_ids"]
         elif filing_ids is None:
             filing_ids = self._dense_scope(embedding)
-        k_candidates = self.top_k
+        # FLAM's budget is the number of candidates the ranker keeps (stage 1 keeps k_i per Item); the window
+        # then merges neighbours, so twice the passages wanted are ranked.
+        k_candidates = 2 * self.top_k
         if "flam" in self.ablate:
             budgets = self._uniform_budgets(filing_ids, k_candidates)
         else:

@@ -42,7 +42,7 @@ class PassageWindow:
     ```
     """
 
-    def __init__(self, document_store: DocumentStore, radius: int = 3, max_words: int = 400, top_k: int | None = None):
+    def __init__(self, document_store: DocumentStore, radius: int = 5, max_words: int = 550, top_k: int | None = None):
         """
         :param document_store: the index holding the chunks.
         :param radius: at most this many chunks on each side are considered.
