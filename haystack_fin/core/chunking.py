@@ -82,7 +82,7 @@ def _render(pieces: list[_Piece]) -> str:
 def chunk_paragraphs(
     paragraphs: list[Paragraph],
     chunk_tokens: int = 200,
-    overlap_tokens: int = 30,
+    overlap_tokens: int = 20,
     count_tokens: Callable[[str], int] = estimate_tokens,
 ) -> list[TextChunk]:
     """Pack the paragraphs of one section into chunks of at most ``chunk_tokens`` (estimated) tokens.

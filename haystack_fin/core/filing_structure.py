@@ -161,7 +161,7 @@ def structure_filing(
     form: str,
     filing_id: str,
     chunk_tokens: int = 200,
-    overlap_tokens: int = 30,
+    overlap_tokens: int = 20,
     max_table_rows: int = 15,
 ) -> FilingStructure:
     """Clean pages, find Item (or heading) sections and cut every section into text, table and image chunks.
