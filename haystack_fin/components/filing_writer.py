@@ -52,6 +52,19 @@ class FilingWriter:
         if hasattr(self.document_store, "close"):
             self.document_store.close()
 
+    def _previous_runs(self, filing_ids: list[str]) -> dict[str, str | None]:
+        """The ``index_run`` of each filing's stored filing node (None: not indexed yet), where the store can look
+        nodes up by id; filings it cannot tell about are left out, so their stale nodes are always searched for."""
+        if not hasattr(self.document_store, "get_documents_by_id"):
+            return {}
+        found = self.document_store.get_documents_by_id([f"{fid}#filing" for fid in filing_ids])
+        runs: dict[str, str | None] = dict.fromkeys(filing_ids)
+        for node in found:
+            fid = node.meta.get(schema.FILING_ID)
+            if fid in runs:
+                runs[fid] = node.meta.get(schema.INDEX_RUN)
+        return runs
+
     @component.output_types(documents_written=int, stale_deleted=int, filing_ids=list[str])
     def run(self, documents: list[Document], filing_nodes: list[Document] | None = None) -> dict[str, Any]:
         """
@@ -71,9 +84,14 @@ class FilingWriter:
                 )
             if runs.setdefault(fid, run) != run:
                 raise ValueError(f"filing {fid} has nodes from two indexing runs in one write")
+        previous = self._previous_runs(list(runs))
         written = self.document_store.write_documents(nodes, policy=self.policy) if nodes else 0
         deleted = 0
         for fid, run in runs.items():
+            if fid in previous and previous[fid] in (None, run):
+                # A filing seen for the first time, or re-indexed into the same ids, has nothing stale; skipping the
+                # delete avoids a filter that embedded Qdrant answers by scanning the whole collection.
+                continue
             stale = {
                 "operator": "AND",
                 "conditions": [

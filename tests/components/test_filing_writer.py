@@ -42,3 +42,15 @@ class TestFilingWriter:
         restored = FilingWriter.from_dict(data)
         assert isinstance(restored.document_store, InMemoryDocumentStore)
         assert restored.policy == DuplicatePolicy.OVERWRITE
+
+
+def test_reindex_with_qdrant_lookup_path():
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    store = QdrantDocumentStore(location=":memory:", index="w", embedding_dim=4, progress_bar=False)
+    writer = FilingWriter(document_store=store)
+    first = writer.run(*_nodes("run1", 5))
+    assert first["stale_deleted"] == 0 and store.count_documents() == 6
+    assert writer.run(*_nodes("run1", 5))["stale_deleted"] == 0 and store.count_documents() == 6
+    changed = writer.run(*_nodes("run2", 3))  # the stored filing node has another run: stale chunks go
+    assert changed["stale_deleted"] == 2 and store.count_documents() == 4
