@@ -80,7 +80,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             failures.extend(f["error"] for f in result.get("converter", {}).get("failures", []))
             n_chunks += result.get("writer", {}).get("documents_written", 0)
     finally:
-        pipe.close() if hasattr(pipe, "close") else None
+        pipe.close()
     for line in failures:
         print(f"error: {line}", file=sys.stderr)
     if not args.quiet:

@@ -112,26 +112,29 @@ def join_page_breaks(elements: list[Element]) -> list[Element]:
                     bold=prev.bold,
                 )
                 continue
-            if prev.kind == "table" and el.kind == "table" and prev.table and el.table:  # noqa: SIM102
-                if _same_table(prev.table, el.table):
-                    rows = el.table.rows
-                    # The continuation's own header (usually a repeat of the first part's) is dropped.
-                    if el.table.header_rows:
-                        rows = rows[el.table.header_rows :]
-                    table = TableData(
-                        rows=[*prev.table.rows, *rows],
-                        header_rows=prev.table.header_rows,
-                        title=prev.table.title,
-                        units=prev.table.units or el.table.units,
-                    )
-                    out[-1] = Element(
-                        "table",
-                        f"{prev.text}\n{el.text}",
-                        prev.page,
-                        pages=[*prev.pages, el.page],
-                        bbox=prev.bbox,
-                        table=table,
-                    )
-                    continue
+            if (
+                prev.kind == "table"
+                and el.kind == "table"
+                and prev.table
+                and el.table
+                and _same_table(prev.table, el.table)
+            ):
+                # The continuation's own header (usually a repeat of the first part's) is dropped.
+                rows = el.table.rows[el.table.header_rows :]
+                table = TableData(
+                    rows=[*prev.table.rows, *rows],
+                    header_rows=prev.table.header_rows,
+                    title=prev.table.title,
+                    units=prev.table.units or el.table.units,
+                )
+                out[-1] = Element(
+                    "table",
+                    f"{prev.text}\n{el.text}",
+                    prev.page,
+                    pages=[*prev.pages, el.page],
+                    bbox=prev.bbox,
+                    table=table,
+                )
+                continue
         out.append(el)
     return out
