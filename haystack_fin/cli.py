@@ -171,6 +171,7 @@ def _passage(doc: Any) -> dict[str, Any]:
 
 def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
     """Run pipelines/query.yaml (without generation when Ollama is not reachable) and collect the trace."""
+    from haystack_fin.core import schema
     from haystack_fin.pipeline_loader import load_pipeline, pipeline_dict, strip_generation
 
     data = pipeline_dict("query", args.store, args.qdrant_url, args.index)
@@ -209,7 +210,9 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
             "routing": result["router"]["routing"],
             "retrieval": result["retriever"]["trace"],
             "rerank": result["ranker"]["trace"],
-            "tree_paths": {d.id: d.meta.get("retrieval", {}).get("tree_paths") for d in result["window"]["documents"]},
+            "tree_paths": {
+                d.id: d.meta.get(schema.RETRIEVAL, {}).get("tree_paths") for d in result["window"]["documents"]
+            },
         },
     }
 

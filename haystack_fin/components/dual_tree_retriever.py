@@ -414,7 +414,7 @@ class DualTreeRetriever:
                             doc,
                             score=cand.score,
                             embedding=vector.tolist() if vector.any() else None,
-                            meta={**doc.meta, "retrieval": retrieval, "budget_k": k},
+                            meta={**doc.meta, schema.RETRIEVAL: retrieval, schema.BUDGET_K: k},
                         )
                         scored[doc.id] = (cand.score, out)
 

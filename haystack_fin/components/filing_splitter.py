@@ -209,7 +209,7 @@ class FilingSplitter:
             schema.TABLE_ID: rec.table_id or None,
             schema.CHUNK_INDEX: index,
             schema.INDEX_RUN: run_id,
-            "context": _context(meta, rec),
+            schema.CONTEXT: _context(meta, rec),
         }
         if rec.table is not None:
             chunk_meta[schema.TABLE_JSON] = rec.table

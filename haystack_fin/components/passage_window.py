@@ -106,7 +106,8 @@ class PassageWindow:
             window = [p for p in build_window(_part(doc), parts, self.radius, self.max_words) if p.id not in covered]
             covered.update(p.id for p in window)
             pages = sorted({pg for p in window for pg in p.pages})
-            meta = {**doc.meta, schema.PAGE_NUMBERS: pages, "window": [p.id for p in window], "chunk_text": doc.content}
+            meta = {**doc.meta, schema.PAGE_NUMBERS: pages, schema.WINDOW: [p.id for p in window]}
+            meta[schema.CHUNK_TEXT] = doc.content
             out.append(replace(doc, content=join_texts([p.text for p in window]), meta=meta))
             if k is not None and len(out) >= k:
                 break

@@ -35,14 +35,8 @@ from haystack_fin.core.trees import (
 
 logger = logging.getLogger(__name__)
 
-# Meta keys added by the tree builder (schema.py names the shared tree keys; these are specific to the trees).
-TWIN_ID = "twin_id"
-LEAF_IDS = "leaf_ids"
-TREE_PARENT_IDS = "tree_parent_ids"
-# AutoMergingRetriever requires __block_size on the leaves it merges; here it is the estimated word pieces covered.
-TREE_BLOCK_SIZE = "__block_size"
-GENERATED_BY = "generated_by"
-CONTEXT = "context"
+TWIN_ID, LEAF_IDS, TREE_PARENT_IDS = schema.TWIN_ID, schema.LEAF_IDS, schema.TREE_PARENT_IDS
+TREE_BLOCK_SIZE, GENERATED_BY, CONTEXT = schema.TREE_BLOCK_SIZE, schema.GENERATED_BY, schema.CONTEXT
 
 # Filing-level fields copied from an Item's chunks onto its tree nodes, so filing-scope filters match them too.
 _COPIED_FIELDS = (

@@ -70,6 +70,22 @@ ELEMENTS = "filing_elements"
 TREE_LEVEL = "__level"
 TREE_PARENT_ID = "__parent_id"
 TREE_CHILDREN_IDS = "__children_ids"
+# AutoMergingRetriever requires __block_size on the leaves it merges (here: estimated word pieces covered).
+TREE_BLOCK_SIZE = "__block_size"
+TWIN_ID = "twin_id"  # a summary node's question twin and back
+LEAF_IDS = "leaf_ids"  # every chunk below a tree node
+TREE_PARENT_IDS = "tree_parent_ids"  # a chunk's parents (soft clustering: more than one)
+GENERATED_BY = "generated_by"  # "extractive" | "template" | "llm"
+
+# Text embedded with a chunk when meta_fields_to_embed=["context"]: "company form period | section path".
+CONTEXT = "context"
+
+# Query-time meta added to returned Documents (explainability).
+BUDGET_K = "budget_k"  # the FLAM budget k_i of the chunk's Item
+RETRIEVAL = "retrieval"  # DualTreeRetriever: bm25/dense scores, trees and tree paths
+RERANK = "rerank"  # TwoStageRanker: stage scores and ranks
+WINDOW = "window"  # PassageWindow: chunk ids merged into the passage
+CHUNK_TEXT = "chunk_text"  # PassageWindow: the hit's own text
 
 # Filing metadata a caller may override (CLI --meta key=value, converter meta=...).
 OVERRIDABLE_FILING_FIELDS: tuple[str, ...] = (

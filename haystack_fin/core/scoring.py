@@ -44,12 +44,12 @@ from typing import Literal
 import numpy as np
 from rank_bm25 import BM25Okapi
 
+from haystack_fin.core import schema
 from haystack_fin.core.lexicon import normalize_term
 
-# Meta key the upstream router/retriever sets on each candidate: the Item's passage budget k_i.
-BUDGET_K = "budget_k"
-# Meta key under which the ranker records what it did.
-RERANK = "rerank"
+# Meta keys: the Item's passage budget k_i set upstream, and what the ranker did (names live in schema.py).
+BUDGET_K = schema.BUDGET_K
+RERANK = schema.RERANK
 
 GroupKey = tuple[str | None, str | None]
 BudgetSource = Literal["stage1_top_k", "meta", "even_split"]
