@@ -25,17 +25,11 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pymupdf
-from haystack import Document, Pipeline
-from haystack.components.preprocessors import DocumentSplitter
-from haystack.components.writers import DocumentWriter
-from haystack.document_stores.in_memory import InMemoryDocumentStore
 from haystack.document_stores.types import DuplicatePolicy
-from haystack_integrations.components.embedders.sentence_transformers import (
-    SentenceTransformersDocumentEmbedder,
-)
 
 from haystack_fin.components.tree_builder import TreeBuilder
-from haystack_fin.core.models import DEFAULT_EMBEDDER, resolve_model
+from haystack_fin.core.models import DEFAULT_EMBEDDER
+from haystack_fin.evaluation_runner import PlainHaystackBaseline
 from haystack_fin.pipeline_loader import drop_components, load_pipeline, pipeline_dict
 
 logger = logging.getLogger("bench_indexing")
@@ -46,28 +40,6 @@ def without_trees(data: dict) -> dict:
     data = drop_components(data, ("tree_builder",))
     data["connections"].append({"sender": "embedder.documents", "receiver": "writer.documents"})
     return data
-
-
-def plain_pipeline(model: str) -> tuple[Pipeline, InMemoryDocumentStore]:
-    store = InMemoryDocumentStore()
-    pipe = Pipeline()
-    pipe.add_component("splitter", DocumentSplitter(split_by="word", split_length=200, split_overlap=20))
-    pipe.add_component(
-        "embedder",
-        SentenceTransformersDocumentEmbedder(model=resolve_model(model), local_files_only=True, progress_bar=False),
-    )
-    pipe.add_component("writer", DocumentWriter(document_store=store))
-    pipe.connect("splitter.documents", "embedder.documents")
-    pipe.connect("embedder.documents", "writer.documents")
-    return pipe, store
-
-
-def plain_index(pipe: Pipeline, pdf: Path) -> int:
-    with pymupdf.open(pdf) as doc:
-        pages = [
-            Document(content=page.get_text(), meta={"file": pdf.stem, "page": i + 1}) for i, page in enumerate(doc)
-        ]
-    return pipe.run({"splitter": {"documents": pages}})["writer"]["documents_written"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,8 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if not pdfs:
         print(f"no PDFs in {args.pdfs}", file=sys.stderr)
         return 2
-    plain, _ = plain_pipeline(args.model)
-    plain.warm_up()
+    plain = PlainHaystackBaseline(args.model)
     with tempfile.TemporaryDirectory() as tmp:
         # The shipped pipeline minus its TreeBuilder; the TreeBuilder (and the write of its nodes) is timed on the
         # same embedded chunks right after, so one run gives chunks-only and with-trees costs.
@@ -99,15 +70,15 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         trees.warm_up()
-        # Warm both embedders once on a tiny input so model loading is not billed to the first filing.
-        plain.run({"splitter": {"documents": [Document(content="warm up")]}})
         rows = []
         totals = {"pages": 0, "plain_s": 0.0, "fin_s": 0.0, "trees_s": 0.0, "plain_chunks": 0, "fin_nodes": 0}
         for pdf in pdfs:
             with pymupdf.open(pdf) as doc:
                 n_pages = doc.page_count
             t0 = time.perf_counter()
-            n_plain = plain_index(plain, pdf)
+            before = plain.store.count_documents()
+            plain.index(pdf, pdf.stem)
+            n_plain = plain.store.count_documents() - before
             t1 = time.perf_counter()
             result = fin.run({"converter": {"sources": [str(pdf)]}}, include_outputs_from={"embedder"})
             n_fin = result["writer"]["documents_written"]

@@ -44,12 +44,9 @@ def _expand(paths: Iterable[str]) -> list[Path]:
 
 
 def _store_from_args(args: argparse.Namespace) -> Any:
-    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+    from haystack_fin.pipeline_loader import indexing_store
 
-    from haystack_fin.pipeline_loader import pipeline_dict
-
-    data = pipeline_dict("indexing", args.store, args.qdrant_url, args.index)
-    return QdrantDocumentStore.from_dict(data["components"]["writer"]["init_parameters"]["document_store"])
+    return indexing_store(args.store, args.qdrant_url, args.index)
 
 
 def cmd_index(args: argparse.Namespace) -> int:

@@ -199,12 +199,9 @@ class PlainHaystackBaseline:
 
 
 def _indexed_filings(store_path: str | None, qdrant_url: str | None) -> set[str]:
-    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+    from haystack_fin.pipeline_loader import indexing_store
 
-    from haystack_fin.pipeline_loader import pipeline_dict
-
-    data = pipeline_dict("indexing", store_path, qdrant_url)
-    store = QdrantDocumentStore.from_dict(data["components"]["writer"]["init_parameters"]["document_store"])
+    store = indexing_store(store_path, qdrant_url)
     try:
         nodes = store.filter_documents({"field": "meta.node_type", "operator": "==", "value": "filing"})
         return {n.meta[schema.FILING_ID] for n in nodes}

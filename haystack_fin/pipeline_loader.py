@@ -68,6 +68,14 @@ def pipeline_dict(
     return data
 
 
+def indexing_store(store_path: str | None = None, qdrant_url: str | None = None, index: str | None = None) -> Any:
+    """The document store the shipped indexing pipeline writes to, with the location overridden (unconnected)."""
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    data = pipeline_dict("indexing", store_path, qdrant_url, index)
+    return QdrantDocumentStore.from_dict(data["components"]["writer"]["init_parameters"]["document_store"])
+
+
 GENERATION_COMPONENTS = ("prompt_builder", "llm", "answer_builder")
 
 
