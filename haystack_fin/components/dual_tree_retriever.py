@@ -10,7 +10,9 @@ from haystack.document_stores.types import DocumentStore
 from haystack.utils.filters import document_matches_filter
 
 from haystack_fin.core import schema
+from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.schema import NodeType
+from haystack_fin.core.statements import statements_in_query
 from haystack_fin.core.tree_search import (
     IndexNode,
     ItemSearchResult,
@@ -103,6 +105,12 @@ class DualTreeRetriever:
     candidates per Item for a downstream ranker to cut to k; the ``trace`` output records what each tree visited
     per level.
 
+    When a question names a primary financial statement ("... from the cash flow statement") or one of its line
+    items or ratios ("capex", "quick ratio"), the blocks of that statement (``meta["statement"]``, tagged by
+    FilingSplitter) of every filing searched join the candidates with ``retrieval = {"mode": "statement", ...}``,
+    score 0 and their Item's budget; the trace lists them under ``statements``. ``statement_candidates=False``
+    turns this off.
+
     Usage example:
     ```python
     from haystack import Pipeline
@@ -134,6 +142,8 @@ class DualTreeRetriever:
         use_summary_tree: bool = True,
         use_question_tree: bool = True,
         cache_size: int = 64,
+        statement_candidates: bool = True,
+        lexicon_path: str | None = None,
     ) -> None:
         """
         :param document_store: the haystack-fin index (chunks, summary, question and filing nodes in one store).
@@ -144,6 +154,11 @@ class DualTreeRetriever:
         :param use_question_tree: let the dense walk of the question tree guide retrieval (ablation switch). With
             both switches off every Item is searched flat.
         :param cache_size: filings whose trees are kept in memory (LRU).
+        :param statement_candidates: when the question names a primary financial statement or one of its line
+            items (``haystack_fin.core.statements.statements_in_query``), also return the blocks of that statement
+            (chunks with ``meta["statement"]``) of every filing searched, whichever Items the budgets name. Trees
+            and embeddings rank a grid of numbers poorly; the statement's title is a surer guide.
+        :param lexicon_path: lexicon JSON for the statement cues; default: the built-in lexicon.
         """
         for name, value in (
             ("beam_width", beam_width),
@@ -160,12 +175,18 @@ class DualTreeRetriever:
         self.use_summary_tree = use_summary_tree
         self.use_question_tree = use_question_tree
         self.cache_size = cache_size
+        self.statement_candidates = statement_candidates
+        self.lexicon_path = lexicon_path
+        self._lexicon: Lexicon | None = None
         self._store: Any = None
         self._cache: OrderedDict[str, _CachedFiling] = OrderedDict()
         self._lock = threading.RLock()
 
     def warm_up(self) -> None:
-        """Bind the process-wide store instance (one embedded Qdrant client per folder); idempotent."""
+        """Bind the process-wide store instance (one embedded Qdrant client per folder) and load the lexicon;
+        idempotent."""
+        if self.statement_candidates and self._lexicon is None:
+            self._lexicon = Lexicon.load(self.lexicon_path)
         if self._store is not None:
             return
         store = shared_store(self.document_store)
@@ -318,6 +339,47 @@ class DualTreeRetriever:
             )
         return flat_search(tree, query, query_embedding, n, allowed, note="trees off")
 
+    def _add_statement_blocks(
+        self,
+        query: str,
+        filings: dict[str, _CachedFiling],
+        wanted: dict[tuple[str, str | None], int],
+        leaf_filter: dict[str, Any] | None,
+        scored: dict[str, tuple[float, Document]],
+    ) -> dict[str, Any]:
+        """Add the blocks of the statements the question is about (see ``statement_candidates``) to ``scored``.
+
+        An added block keeps its Item's budget when the budgets name the Item, else gets one slot per statement
+        asked for; its retrieval score is 0 (the ranker scores it), its ``retrieval`` meta says why it came.
+        """
+        if not self.statement_candidates or self._lexicon is None:
+            return {}
+        statements = statements_in_query(query, self._lexicon)
+        if not statements:
+            return {}
+        added: list[str] = []
+        for fid, filing in filings.items():
+            for doc in filing.chunks.values():
+                kind = doc.meta.get(schema.STATEMENT)
+                if kind not in statements or doc.id in scored:
+                    continue
+                if leaf_filter and not document_matches_filter(leaf_filter, doc):
+                    continue
+                item = _item_key(doc.meta.get(schema.ITEM))
+                k = wanted.get((fid, item)) or wanted.get((fid, None)) or len(statements)
+                tree = filing.trees.get(item)
+                vector = tree.leaf_embeddings[tree.leaf_index[doc.id]] if tree and doc.id in tree.leaf_index else None
+                retrieval = {"mode": "statement", "statement": kind, "weight": statements[kind]}
+                out = replace(
+                    doc,
+                    score=0.0,
+                    embedding=vector.tolist() if vector is not None and vector.any() else None,
+                    meta={**doc.meta, schema.RETRIEVAL: retrieval, schema.BUDGET_K: k},
+                )
+                scored[doc.id] = (0.0, out)
+                added.append(doc.id)
+        return {"asked": statements, "added": added}
+
     @component.output_types(documents=list[Document], trace=dict)
     def run(
         self,
@@ -340,8 +402,9 @@ class DualTreeRetriever:
             filings is searched with budget ``top_k``; chunks must also match them.
         :param top_k: overrides the init ``top_k``.
         :returns: ``documents``: candidates of all Items, best fused score first (at most
-            max(candidates_per_item, 3 * k) per Item); ``trace``: ``{"items": [per-Item mode, nodes kept per level,
-            leaves reached, candidate ids], "cache": {hits, loaded, stale}, "seconds": ...}``.
+            max(candidates_per_item, 3 * k) per Item, plus statement blocks); ``trace``: ``{"items": [per-Item mode,
+            nodes kept per level, leaves reached, candidate ids], "statements": {asked, added}, "cache": {hits,
+            loaded, stale}, "seconds": ...}``.
         """
         self.warm_up()
         start = time.perf_counter()
@@ -418,6 +481,12 @@ class DualTreeRetriever:
                         )
                         scored[doc.id] = (cand.score, out)
 
+        statement_trace = self._add_statement_blocks(query, filings, wanted, leaf_filter, scored)
         documents = [doc for _, doc in sorted(scored.values(), key=lambda pair: -pair[0])]
-        trace = {"items": item_traces, "cache": cache_trace, "seconds": round(time.perf_counter() - start, 4)}
+        trace = {
+            "items": item_traces,
+            "statements": statement_trace,
+            "cache": cache_trace,
+            "seconds": round(time.perf_counter() - start, 4),
+        }
         return {"documents": documents, "trace": trace}

@@ -12,6 +12,7 @@ from haystack_fin.core.filing_structure import ChunkRecord, FilingStructure, str
 from haystack_fin.core.layout import Element, ParsedFiling
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.schema import Modality, NodeType
+from haystack_fin.core.statements import classify_statement_table
 from haystack_fin.core.text import normalize_line
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ class FilingSplitter:
         max_table_rows: int = DEFAULT_MAX_TABLE_ROWS,
         include_images: bool = True,
         term_stats: bool = True,
+        tag_statements: bool = True,
     ):
         """
         :param chunk_tokens: token budget of a text chunk (estimated word pieces of a BERT-family tokenizer).
@@ -105,6 +107,9 @@ class FilingSplitter:
         :param include_images: emit image chunks (images with caption text).
         :param term_stats: count the built-in financial lexicon's terms per Item into the filing node
             (``item_term_counts``, ``item_term_totals``), which FlamRouter reads at query time.
+        :param tag_statements: mark the blocks of primary financial statements (balance sheet, income, cash flow,
+            equity, comprehensive income; found by their titles) with ``meta["statement"]``, which
+            DualTreeRetriever and TwoStageRanker use for questions about a statement or its line items.
         """
         if chunk_tokens < 16:
             raise ValueError(f"chunk_tokens must be at least 16, got {chunk_tokens}")
@@ -117,6 +122,7 @@ class FilingSplitter:
         self.max_table_rows = max_table_rows
         self.include_images = include_images
         self.term_stats = term_stats
+        self.tag_statements = tag_statements
         self._lexicon: Lexicon | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,6 +133,7 @@ class FilingSplitter:
             max_table_rows=self.max_table_rows,
             include_images=self.include_images,
             term_stats=self.term_stats,
+            tag_statements=self.tag_statements,
         )
 
     @classmethod
@@ -134,8 +141,8 @@ class FilingSplitter:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        """Load the financial lexicon (package data) once, if term statistics are on."""
-        if self.term_stats and self._lexicon is None:
+        """Load the financial lexicon (package data) once, if term statistics or statement tags are on."""
+        if (self.term_stats or self.tag_statements) and self._lexicon is None:
             self._lexicon = Lexicon.load_default()
 
     def _filing_meta(self, doc: Document, parsed: ParsedFiling) -> dict[str, Any]:
@@ -191,7 +198,10 @@ class FilingSplitter:
         # filing or changed parameters get a new run id and the writer deletes the previous run's leftovers.
         h = hashlib.sha256()
         h.update(json.dumps(sorted((k, str(v)) for k, v in meta.items())).encode())
-        h.update(f"{self.chunk_tokens}/{self.overlap_tokens}/{self.max_table_rows}/{self.include_images}".encode())
+        h.update(
+            f"{self.chunk_tokens}/{self.overlap_tokens}/{self.max_table_rows}/{self.include_images}/"
+            f"{self.tag_statements}".encode()
+        )
         for c in structure.chunks:
             h.update(c.content.encode("utf-8", "replace"))
         return h.hexdigest()[:16]
@@ -214,6 +224,12 @@ class FilingSplitter:
         if rec.table is not None:
             chunk_meta[schema.TABLE_JSON] = rec.table
             chunk_meta["table_block"] = rec.table_block
+            if self.tag_statements and self._lexicon is not None:
+                kind = classify_statement_table(
+                    rec.table_title, rec.table_rows, rec.item, str(meta[schema.FORM]), self._lexicon
+                )
+                if kind:
+                    chunk_meta[schema.STATEMENT] = kind
         return Document(id=f"{meta[schema.FILING_ID]}#chunk-{index:05d}", content=rec.content, meta=chunk_meta)
 
     def _filing_node(self, meta: dict[str, Any], structure: FilingStructure, n_pages: int, run_id: str) -> Document:
@@ -241,7 +257,7 @@ class FilingSplitter:
             schema.N_CHUNKS_BY_MODALITY: by_modality,
             schema.INDEX_RUN: run_id,
         }
-        if self._lexicon is not None:
+        if self.term_stats and self._lexicon is not None:
             counts: dict[str, dict[str, int]] = {}
             for it in structure.items:  # an Item split in two (Item 8 on F-pages) sums its parts
                 item_counts = counts.setdefault(it.item, {})

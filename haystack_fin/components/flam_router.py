@@ -142,7 +142,7 @@ class FlamRouter:
     def warm_up(self) -> None:
         """Load the lexicon and connect the shared store instance (once; Pipeline calls this on every run)."""
         if self._lexicon is None:
-            lexicon = Lexicon.from_json(self.lexicon_path) if self.lexicon_path else Lexicon.load_default()
+            lexicon = Lexicon.load(self.lexicon_path)
             if self.finrad_csv:
                 lexicon = Lexicon.from_finrad_csv(self.finrad_csv, base=lexicon)
             self._lexicon = lexicon

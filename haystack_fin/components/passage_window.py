@@ -6,7 +6,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
-from haystack_fin.core.windows import WindowPart, build_window, chunk_index, join_texts, neighbour_ids
+from haystack_fin.core.windows import WindowPart, build_window, chunk_index, join_window, neighbour_ids
 from haystack_fin.store_registry import shared_store
 
 logger = logging.getLogger(__name__)
@@ -29,9 +29,10 @@ class PassageWindow:
     Expects chunks from ``FilingSplitter`` (deterministic ids ``<filing_id>#chunk-00012``), ranked best first, e.g.
     from ``TwoStageRanker``. For each, the ``radius`` chunks before and after are fetched by id (a direct lookup, no
     scan) and added in reading order while they belong to the same Item (a table block grows only with blocks of
-    the same table) and the passage stays within ``max_words``. A chunk already inside a better-ranked passage is
-    skipped, so passages never repeat text. The passage keeps the hit's id, score and meta; ``content`` becomes the
-    window, ``page_numbers`` the union of its pages, and ``meta["window"]`` lists the chunk ids it holds.
+    the same table; the table's title and header then appear once) and the passage stays within ``max_words``. A
+    chunk already inside a better-ranked passage is skipped, so passages never repeat text. The passage keeps the
+    hit's id, score and meta; ``content`` becomes the window, ``page_numbers`` the union of its pages, and
+    ``meta["window"]`` lists the chunk ids it holds.
 
     Usage example:
     ```python
@@ -108,7 +109,7 @@ class PassageWindow:
             pages = sorted({pg for p in window for pg in p.pages})
             meta = {**doc.meta, schema.PAGE_NUMBERS: pages, schema.WINDOW: [p.id for p in window]}
             meta[schema.CHUNK_TEXT] = doc.content
-            out.append(replace(doc, content=join_texts([p.text for p in window]), meta=meta))
+            out.append(replace(doc, content=join_window(window), meta=meta))
             if k is not None and len(out) >= k:
                 break
         return {"documents": out}

@@ -185,7 +185,7 @@ class TreeBuilder:
         """Load the lexicon and warm up the embedder and chat generator (Pipeline does not warm nested components)."""
         if self._warm:
             return
-        self._lexicon = Lexicon.from_json(self.lexicon_path) if self.lexicon_path else Lexicon.load_default()
+        self._lexicon = Lexicon.load(self.lexicon_path)
         for nested in (self.embedder, self.chat_generator):
             if nested is not None and hasattr(nested, "warm_up"):
                 nested.warm_up()

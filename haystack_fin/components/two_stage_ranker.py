@@ -7,6 +7,7 @@ from haystack.utils import ComponentDevice
 from haystack_integrations.components.rankers.sentence_transformers import SentenceTransformersSimilarityRanker
 
 from haystack_fin.core import schema
+from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import resolve_model
 from haystack_fin.core.schema import Modality
 from haystack_fin.core.scoring import (
@@ -20,6 +21,7 @@ from haystack_fin.core.scoring import (
     score_passages,
     two_stage_select,
 )
+from haystack_fin.core.statements import statements_in_query
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +66,8 @@ class TwoStageRanker:
     scores serve both stages, because a cross-encoder's pointwise scores are comparable across Items. With
     ``model=None``, the fallback scorer of ``haystack_fin.core.scoring``: bi-encoder cosine (when ``query_embedding``
     is given and the documents carry embeddings; retrievers need ``return_embedding=True``), BM25 over the
-    candidate set, and a table prior for questions that ask for a number, fused into a score in [0, 1].
+    candidate set, a table prior for questions that ask for a number, and a statement prior for blocks of the
+    financial statement a question names or implies (``meta["statement"]``), fused into a score in [0, 1].
 
     Input documents are deduplicated by id and never mutated. Output documents are copies with ``score`` set and
     ``meta["rerank"] = {"stage1_score", "stage1_rank_in_item", "stage2_rank", "scorer"}`` (ranks 1-based; the
@@ -104,6 +107,7 @@ class TwoStageRanker:
         model_kwargs: dict[str, Any] | None = None,
         meta_fields_to_embed: list[str] | None = None,
         fallback_weights: dict[str, float] | None = None,
+        lexicon_path: str | None = None,
     ) -> None:
         """
         :param model: a sentence-transformers cross-encoder, hub name or local path; ``None`` uses the fallback
@@ -120,6 +124,8 @@ class TwoStageRanker:
             (FilingSplitter's company/form/period and section-path line).
         :param fallback_weights: weights of the fallback scorer's signals, any of ``dense``, ``lexical``, ``table``
             (defaults in ``haystack_fin.core.scoring.FallbackWeights``).
+        :param lexicon_path: lexicon JSON used to tell which financial statements a question is about (the
+            fallback's statement prior); default: the built-in lexicon.
         """
         if model is not None and not str(model).strip():
             raise ValueError("model must be a cross-encoder name or path, or None for the fallback scorer; got ''")
@@ -138,12 +144,19 @@ class TwoStageRanker:
         self.model_kwargs = model_kwargs
         self.meta_fields_to_embed = meta_fields_to_embed
         self.fallback_weights = fallback_weights
+        self.lexicon_path = lexicon_path
         self._weights = FallbackWeights.from_dict(fallback_weights)  # validates eagerly, no I/O
         self._cross_encoder: SentenceTransformersSimilarityRanker | None = None
+        self._lexicon: Lexicon | None = None
 
     def warm_up(self) -> None:
-        """Load the cross-encoder when ``model`` is set; idempotent (Pipeline calls it on every run)."""
-        if self.model is None or self._cross_encoder is not None:
+        """Load the lexicon (fallback scorer) or the cross-encoder (``model`` set); idempotent (Pipeline calls it
+        on every run)."""
+        if self.model is None:
+            if self._lexicon is None and self._weights.statement > 0:
+                self._lexicon = Lexicon.load(self.lexicon_path)
+            return
+        if self._cross_encoder is not None:
             return
         ranker = SentenceTransformersSimilarityRanker(
             model=resolve_model(self.model),
@@ -170,6 +183,7 @@ class TwoStageRanker:
             model_kwargs=self.model_kwargs,
             meta_fields_to_embed=self.meta_fields_to_embed,
             fallback_weights=self.fallback_weights,
+            lexicon_path=self.lexicon_path,
         )
 
     @classmethod
@@ -184,6 +198,7 @@ class TwoStageRanker:
             embedding=doc.embedding or None,
             is_table=doc.meta.get(schema.MODALITY) == Modality.TABLE.value,
             table_labels=_table_labels(doc),
+            statement=doc.meta.get(schema.STATEMENT),
         )
 
     def _cross_encoder_scores(self, query: str, docs: list[Document]) -> list[float]:
@@ -230,12 +245,16 @@ class TwoStageRanker:
 
         fallback: list[PassageScore] | None = None
         if self.model is None:
-            fallback = score_passages(query, [self._passage(d) for d in unique], query_embedding, self._weights)
+            self.warm_up()
+            statements = statements_in_query(query, self._lexicon) if self._lexicon is not None else {}
+            passages = [self._passage(d) for d in unique]
+            fallback = score_passages(query, passages, query_embedding, self._weights, statements)
             scores = [s.score for s in fallback]
             trace["fallback"] = {
                 "weights": self._weights.to_dict(),
                 "n_with_dense": sum(s.dense is not None for s in fallback),
                 "table_prior_used": any(s.table is not None for s in fallback),
+                "statements": statements,
             }
         else:
             scores = self._cross_encoder_scores(query, unique)

@@ -41,6 +41,8 @@ class ChunkRecord:
     table_id: str = ""
     table: dict[str, Any] | None = None
     table_block: int | None = None
+    table_title: str = ""
+    table_rows: int = 0  # data rows of the whole table, not of this block
 
 
 @dataclass
@@ -138,6 +140,8 @@ def _section_chunks(
                         table_id=table_id,
                         table=block_to_json(block, units_label, multiplier),
                         table_block=block.block_index,
+                        table_title=title,
+                        table_rows=len(el.table.rows),
                     )
                 )
         elif el.kind == "image" and len(el.text.split()) >= _MIN_CAPTION_WORDS:

@@ -157,6 +157,8 @@ class TermCluster:
     ``terms`` are lower-case surface forms as they are written in filings (punctuation kept, e.g. "pp&e");
     matching normalizes them. ``items`` is a prior over where the concept is reported, per form:
     ``{"10-K": ["7", "8"], "10-Q": ["I-2", "I-1"]}``, most typical Item first (codes: see the lexicon header).
+    ``statements`` names the primary statements a derived metric is computed from (a ratio's inputs), as
+    statement cluster ids ("income_statement", "balance_sheet", "cash_flow_statement", ...).
     """
 
     id: str
@@ -165,6 +167,7 @@ class TermCluster:
     terms: tuple[str, ...]
     items: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     definition: str = ""
+    statements: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "name": self.name, "category": self.category, "terms": list(self.terms)}
@@ -172,6 +175,8 @@ class TermCluster:
             data["items"] = {form: list(codes) for form, codes in self.items.items()}
         if self.definition:
             data["definition"] = self.definition
+        if self.statements:
+            data["statements"] = list(self.statements)
         return data
 
     @classmethod
@@ -185,6 +190,9 @@ class TermCluster:
         items = data.get("items") or {}
         if not isinstance(items, Mapping):
             raise ValueError(f"Cluster {data['id']!r}: 'items' must map a form to a list of Item codes.")
+        statements = data.get("statements") or ()
+        if isinstance(statements, str) or not all(isinstance(x, str) for x in statements):
+            raise ValueError(f"Cluster {data['id']!r}: 'statements' must be a list of statement cluster ids.")
         return cls(
             id=str(data["id"]),
             name=str(data.get("name") or (terms[0] if terms else data["id"])),
@@ -192,6 +200,7 @@ class TermCluster:
             terms=tuple(terms),
             items={str(form): tuple(str(code) for code in codes) for form, codes in items.items()},
             definition=str(data.get("definition", "")),
+            statements=tuple(statements),
         )
 
 
@@ -308,6 +317,11 @@ class Lexicon:
     def load_default(cls) -> Lexicon:
         """The built-in lexicon (``haystack_fin/data/lexicon.json``), loaded once and shared (it is read-only)."""
         return _load_default()
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Lexicon:
+        """A lexicon JSON at ``path``, or the built-in lexicon when ``path`` is None or empty."""
+        return cls.from_json(path) if path else cls.load_default()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], on_conflict: ConflictPolicy = "error") -> Lexicon:

@@ -56,6 +56,7 @@ PERIOD_END = "period_end"
 TICKER = "ticker"
 CHUNK_INDEX = "chunk_index"
 TABLE_JSON = "table"
+STATEMENT = "statement"  # a primary-statement table's kind ("balance_sheet", ...; core/statements.py)
 INDEX_RUN = "index_run"
 N_PAGES = "n_pages"
 ITEMS = "items"

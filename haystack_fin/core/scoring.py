@@ -18,6 +18,11 @@ signals that are each normalized to [0, 1]:
   share of the question's content terms found in its row labels and column headers; 0 for other passages. Filing
   metrics live in statements, and a bi-encoder embeds a grid of numbers poorly, so an exact row-label match is
   strong evidence the embedding under-rates.
+* ``statement``: a prior used only when the question names a primary statement or one of its line items
+  (``haystack_fin.core.statements.statements_in_query``): for a block of that statement (``meta["statement"]``, set
+  at indexing from the table's title), the question's weight for it (1.0 named, 0.5 implied); 0 for other
+  passages. The statements are where FinanceBench-style metric questions are answered, and their pages are the
+  ones dense retrieval misses most.
 
 Why this shape: convex combination of per-signal scores, each scaled by its theoretical minimum (0) and the
 observed maximum of the result set, is the fusion Bruch, Gai and Ingber ("An Analysis of Fusion Functions for
@@ -128,12 +133,14 @@ class FallbackWeights:
     0.7/0.3 fused 0.58 / 0.44, 0.7/0.3 + table 0.3 0.68 / 0.50 (the candidates' own RRF order: 0.55 / 0.41). Dense
     0.6-0.8 with table 0.15-0.5 all lie within 0.05 hit@5 of each other, so these are a plateau, not a tuned peak;
     the table prior is the one large effect (+0.10 hit@5, mostly on metric questions). Adding the chunk's context
-    line to the BM25 text did not help (``meta_fields_to_embed`` stays opt-in).
+    line to the BM25 text did not help (``meta_fields_to_embed`` stays opt-in). ``statement`` was set equal to
+    ``table`` before it was measured (results in the README).
     """
 
     dense: float = 0.7
     lexical: float = 0.3
     table: float = 0.3
+    statement: float = 0.3
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -163,13 +170,15 @@ class Passage:
     """What the fallback scorer needs of one candidate.
 
     ``text`` is what BM25 indexes (content, optionally with a context line); ``table_labels`` are a table's row
-    labels and column headers (empty: the table's ``text`` is used instead).
+    labels and column headers (empty: the table's ``text`` is used instead); ``statement`` is the primary
+    statement a table block belongs to, if any.
     """
 
     text: str
     embedding: Sequence[float] | None = None
     is_table: bool = False
     table_labels: Sequence[str] = ()
+    statement: str | None = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +189,7 @@ class PassageScore:
     dense: float | None
     lexical: float | None
     table: float | None
+    statement: float | None = None
 
     def to_dict(self) -> dict[str, float | None]:
         return asdict(self)
@@ -255,8 +265,12 @@ def score_passages(
     passages: Sequence[Passage],
     query_embedding: Sequence[float] | None = None,
     weights: FallbackWeights | None = None,
+    statements: Mapping[str, float] | None = None,
 ) -> list[PassageScore]:
     """Fallback relevance of each passage to ``query`` in [0, 1], aligned with ``passages`` (see module docstring).
+
+    ``statements`` are the question's statement weights (``statements_in_query``); empty or None leaves the
+    statement signal out.
 
     Deterministic: the same inputs give the same floats. Without query terms and embeddings every score is 0, so
     the caller's tie-break (original rank) keeps the retriever's order.
@@ -267,6 +281,7 @@ def score_passages(
     q_terms = content_terms(query)
     use_lexical = weights.lexical > 0 and bool(q_terms)
     use_table = weights.table > 0 and bool(q_terms) and asks_for_number(query)
+    use_statement = weights.statement > 0 and bool(statements)
 
     lexical = lexical_scores(q_terms, [content_terms(p.text) for p in passages]) if use_lexical else None
     dense = (
@@ -284,9 +299,12 @@ def score_passages(
         tab = table_prior(q_terms, passage) if use_table else None
         if tab is not None:
             parts.append((weights.table, tab))
+        stm = (statements or {}).get(passage.statement or "", 0.0) if use_statement else None
+        if stm is not None:
+            parts.append((weights.statement, stm))
         total = sum(w for w, _ in parts)
         score = sum(w * x for w, x in parts) / total if total > 0 else 0.0
-        results.append(PassageScore(score=min(max(score, 0.0), 1.0), dense=d, lexical=lex, table=tab))
+        results.append(PassageScore(score=min(max(score, 0.0), 1.0), dense=d, lexical=lex, table=tab, statement=stm))
     return results
 
 

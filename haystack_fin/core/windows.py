@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 _CHUNK_INDEX = re.compile(r"#chunk-(\d+)$")
+_TABLE_RULE = re.compile(r"^\|(?:\s*:?-{3,}:?\s*\|)+$")  # markdown's header separator "| --- | --- |"
 
 
 @dataclass
@@ -38,6 +39,19 @@ def neighbour_ids(chunk_id: str, radius: int) -> list[str]:
     return [f"{prefix}#chunk-{i:05d}" for i in range(max(0, idx - radius), idx + radius + 1) if i != idx]
 
 
+def table_body(text: str) -> str:
+    """A markdown table block without what every block of its table repeats (title, units, header, rule)."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if _TABLE_RULE.match(line.strip()):
+            return "\n".join(lines[i + 1 :])
+    return text
+
+
+def _continues_table(part: WindowPart, previous: WindowPart | None) -> bool:
+    return bool(part.table_id) and previous is not None and previous.table_id == part.table_id
+
+
 def _compatible(core: WindowPart, other: WindowPart) -> bool:
     if other.item != core.item:
         return False
@@ -54,6 +68,10 @@ def build_window(core: WindowPart, neighbours: dict[str, WindowPart], radius: in
         return [core]
     prefix = core.id[: core.id.rindex("#chunk-")]
     words = len(core.text.split())
+
+    def cost(part: WindowPart) -> int:  # another block of the core's table adds only its rows
+        return len((table_body(part.text) if core.table_id else part.text).split())
+
     before: list[WindowPart] = []
     after: list[WindowPart] = []
     open_before, open_after = True, True
@@ -63,15 +81,29 @@ def build_window(core: WindowPart, neighbours: dict[str, WindowPart], radius: in
                 continue
             j = idx + step if side == "after" else idx - step
             part = neighbours.get(f"{prefix}#chunk-{j:05d}") if j >= 0 else None
-            if part is None or not _compatible(core, part) or words + len(part.text.split()) > max_words:
+            if part is None or not _compatible(core, part) or words + cost(part) > max_words:
                 if side == "after":
                     open_after = False
                 else:
                     open_before = False
                 continue
-            words += len(part.text.split())
+            words += cost(part)
             (after if side == "after" else before).append(part)
     return [*reversed(before), core, *after]
+
+
+def join_window(parts: list[WindowPart]) -> str:
+    """The text of a window: consecutive blocks of one table become one table (title and header once), other
+    chunks are joined by ``join_texts``."""
+    texts: list[str] = []
+    previous: WindowPart | None = None
+    for part in parts:
+        if _continues_table(part, previous):
+            texts[-1] = f"{texts[-1]}\n{table_body(part.text)}"
+        else:
+            texts.append(part.text)
+        previous = part
+    return join_texts(texts)
 
 
 def join_texts(parts: list[str]) -> str:

@@ -155,6 +155,27 @@ class TestDualTreeRetriever:
         assert out["trace"]["items"][0]["visited"]["summary"][0]["scored"] == 1
         json.dumps(out["trace"])
 
+    def test_statement_blocks_join_the_candidates(self, store):
+        # ACME's Item 1A chunk 9 (a table) is tagged as the cash flow statement; the budgets only name Item 7.
+        tagged = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "1A", 9)})[0]
+        tagged.meta["statement"] = "cash_flow_statement"
+        store.write_documents([tagged], policy=DuplicatePolicy.OVERWRITE)
+        budgets = [{"filing_id": ACME, "item": "7", "k": 2}]
+        question = "What were capital expenditures in the cash flow statement?"
+        out = DualTreeRetriever(document_store=store).run(query=question, query_embedding=one_hot(1), budgets=budgets)
+        added = [d for d in out["documents"] if d.meta["retrieval"]["mode"] == "statement"]
+        assert [d.id for d in added] == [chunk_id(ACME, "1A", 9)]
+        assert added[0].meta["budget_k"] == 1 and added[0].embedding is not None
+        assert out["trace"]["statements"] == {"asked": {"cash_flow_statement": 1.0}, "added": [added[0].id]}
+        off = DualTreeRetriever(document_store=store, statement_candidates=False).run(
+            query=question, query_embedding=one_hot(1), budgets=budgets
+        )
+        assert all(d.meta["item"] == "7" for d in off["documents"]) and off["trace"]["statements"] == {}
+        other = DualTreeRetriever(document_store=store).run(
+            query="Who are our competitors?", query_embedding=one_hot(1), budgets=budgets
+        )
+        assert all(d.meta["item"] == "7" for d in other["documents"])
+
     def test_input_documents_not_mutated(self, store):
         before = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "7", 5)})[0]
         DualTreeRetriever(document_store=store).run(

@@ -60,6 +60,21 @@ class TestFilingSplitter:
             assert "Cash and cash equivalents 1,093" not in text.content
             assert "| --- |" not in text.content
 
+    def test_primary_statements_are_tagged(self, bestbuy_split):
+        tagged: dict[str, set[int]] = {}
+        for c in bestbuy_split["documents"]:
+            if schema.STATEMENT in c.meta:
+                assert c.meta[schema.MODALITY] == "table"
+                tagged.setdefault(c.meta[schema.STATEMENT], set()).update(c.meta[schema.PAGE_NUMBERS])
+        # Best Buy's 10-Q prints its condensed statements on pages 3-7, in Part I, Item 1.
+        assert tagged == {
+            "balance_sheet": {3},
+            "income_statement": {4},
+            "comprehensive_income_statement": {5},
+            "cash_flow_statement": {6},
+            "equity_statement": {7},
+        }
+
     def test_items_and_page_ranges_in_filing_node(self, bestbuy_split):
         node = bestbuy_split["filing_nodes"][0]
         assert node.meta[schema.NODE_TYPE] == "filing"

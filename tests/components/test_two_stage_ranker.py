@@ -60,6 +60,20 @@ class TestTwoStageRanker:
         ranker.warm_up()
         assert ranker._cross_encoder is None
 
+    def test_statement_prior_from_meta(self) -> None:
+        rows = "| Total current liabilities | 5,466 | 4,586 |"
+        docs = [
+            Document(id="note", content=rows, meta={"modality": "table", "item": "8"}),
+            Document(id="bs", content=rows, meta={"modality": "table", "item": "8", "statement": "balance_sheet"}),
+        ]
+        q = "What is Netflix's year end FY2017 total current liabilities? Use the balance sheet."
+        out = TwoStageRanker(top_k=2).run(query=q, documents=docs)
+        assert [d.id for d in out["documents"]] == ["bs", "note"]
+        assert out["trace"]["fallback"]["statements"] == {"balance_sheet": 1.0}
+        assert out["documents"][0].meta["rerank"]["signals"]["statement"] == 1.0
+        flat = TwoStageRanker(top_k=2, fallback_weights={"statement": 0.0}).run(query=q, documents=docs)
+        assert flat["documents"][0].score == pytest.approx(flat["documents"][1].score)
+
     def test_to_dict(self) -> None:
         ranker = TwoStageRanker(
             top_k=3, stage1_top_k=2, fallback_weights={"table": 0.0}, device=ComponentDevice.from_str("cpu")

@@ -70,6 +70,19 @@ class TestDefaultLexicon:
 
     def test_loaded_once_and_shared(self, lexicon):
         assert Lexicon.load_default() is lexicon
+        assert Lexicon.load(None) is lexicon and Lexicon.load("") is lexicon
+
+    def test_load_from_path(self, tmp_path):
+        path = tmp_path / "lex.json"
+        path.write_text(json.dumps({"clusters": [{"id": "capex", "terms": ["capex"], "statements": ["cash_flow"]}]}))
+        custom = Lexicon.load(path)
+        assert custom.cluster("capex").statements == ("cash_flow",)
+        assert custom.to_dict()["clusters"][0]["statements"] == ["cash_flow"]
+
+    def test_statement_references_name_statement_clusters(self, lexicon):
+        statement_ids = {c.id for c in lexicon if c.category == "financial_statements"}
+        referenced = {s for c in lexicon for s in c.statements}
+        assert referenced and referenced <= statement_ids
 
     def test_file_is_lower_case_and_well_formed(self):
         data = json.loads(DATA_FILE.read_text(encoding="utf-8"))

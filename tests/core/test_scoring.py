@@ -161,6 +161,21 @@ class TestScorePassages:
         (s,) = score_passages("Is Pepsico involved in legal proceedings?", [table])
         assert s.table is None
 
+    def test_statement_prior_lifts_blocks_of_the_asked_statement(self) -> None:
+        q = "What were FY2018 capital expenditures according to the cash flow statement?"
+        rows = "| Purchases of property and equipment | (1,577) | (1,373) |"
+        cash_flow = Passage(rows, is_table=True, statement="cash_flow_statement")
+        balance = Passage(rows, is_table=True, statement="balance_sheet")
+        note = Passage(rows, is_table=True)
+        asked = {"cash_flow_statement": 1.0}
+        scored = score_passages(q, [cash_flow, balance, note], statements=asked)
+        assert [s.statement for s in scored] == [1.0, 0.0, 0.0]
+        assert scored[0].score > scored[1].score == pytest.approx(scored[2].score)
+        # Not asked, or weight 0: the signal is left out altogether.
+        assert score_passages(q, [cash_flow])[0].statement is None
+        off = score_passages(q, [cash_flow], statements=asked, weights=FallbackWeights(statement=0.0))
+        assert off[0].statement is None
+
 
 class TestBudgets:
     def test_even_split_rounds_up(self) -> None:

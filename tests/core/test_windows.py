@@ -1,4 +1,12 @@
-from haystack_fin.core.windows import WindowPart, build_window, chunk_index, join_texts, neighbour_ids
+from haystack_fin.core.windows import (
+    WindowPart,
+    build_window,
+    chunk_index,
+    join_texts,
+    join_window,
+    neighbour_ids,
+    table_body,
+)
 
 
 def _part(i: int, item: str = "7", table: str | None = None, words: int = 50) -> WindowPart:
@@ -31,3 +39,22 @@ def test_join_drops_repeated_overlap():
     b = "Margins fell. Cash grew."
     assert join_texts([a, b]) == "Revenue rose 5%. Margins fell.\nCash grew."
     assert join_texts(["One.", "Two."]) == "One.\nTwo."
+
+
+def _block(i: int, rows: list[str]) -> WindowPart:
+    head = ["Consolidated Balance Sheets", "$ in millions", "", "|  | 2019 | 2018 |", "| --- | --- | --- |"]
+    return WindowPart(f"f#chunk-{i:05d}", "\n".join([*head, *rows]), "8", "f#table-0001", [52])
+
+
+def test_blocks_of_one_table_join_with_one_header_and_cost_only_their_rows():
+    first = _block(1, ["| Cash and cash equivalents | 1,980 | 1,101 |", "| Merchandise inventories | 5,409 | 5,209 |"])
+    second = _block(2, ["| Accounts payable | 5,257 | 4,873 |"])
+    assert table_body(second.text) == "| Accounts payable | 5,257 | 4,873 |"
+    text = join_window([first, second])
+    assert text.count("Consolidated Balance Sheets") == 1 and text.count("| --- | --- | --- |") == 1
+    assert text.endswith("| Merchandise inventories | 5,409 | 5,209 |\n| Accounts payable | 5,257 | 4,873 |")
+    # The budget counts the second block's rows only (7 words), not its repeated header (19 words).
+    budget = len(first.text.split()) + len(table_body(second.text).split())
+    window = build_window(first, {second.id: second}, radius=1, max_words=budget)
+    assert [p.id for p in window] == [first.id, second.id]
+    assert join_window([_part(1), _part(2)]) == join_texts([_part(1).text, _part(2).text])

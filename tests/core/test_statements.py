@@ -1,0 +1,80 @@
+"""Primary-statement tables from their titles; statement cues in questions."""
+
+import pytest
+
+from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.statements import (
+    BALANCE_SHEET,
+    CASH_FLOW_STATEMENT,
+    COMPREHENSIVE_INCOME_STATEMENT,
+    EQUITY_STATEMENT,
+    IMPLIED_WEIGHT,
+    INCOME_STATEMENT,
+    classify_statement_table,
+    statements_in_query,
+)
+
+LEX = Lexicon.load_default()
+
+
+@pytest.mark.parametrize(
+    ("title", "kind"),
+    [
+        # Titles as printed in real 10-Ks (Activision, Microsoft, PepsiCo, Best Buy, MGM).
+        ("ACTIVISION BLIZZARD, INC. AND SUBSIDIARIES CONSOLIDATED BALANCE SHEETS", BALANCE_SHEET),
+        ("INCOME STATEMENTS", INCOME_STATEMENT),
+        ("CASH FLOWS STATEMENTS", CASH_FLOW_STATEMENT),
+        ("Consolidated Statement of Cash Flows (continued) PepsiCo, Inc. and Subsidiaries", CASH_FLOW_STATEMENT),
+        ("Consolidated Statements of Earnings", INCOME_STATEMENT),
+        ("Condensed Consolidated Statements of Changes in Shareholders' Equity", EQUITY_STATEMENT),
+        (
+            "MGM RESORTS INTERNATIONAL AND SUBSIDIARIES CONSOLIDATED STATEMENTS OF COMPREHENSIVE INCOME (LOSS)",
+            COMPREHENSIVE_INCOME_STATEMENT,
+        ),
+    ],
+)
+def test_statement_titles(title, kind):
+    assert classify_statement_table(title, 30, "8", "10-K", LEX) == kind
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        # Captions that refer to a statement but head a note table.
+        "Supplemental balance sheet information related to our operating leases is as follows:",
+        "The following table presents the effects of interest rate derivatives on our Consolidated Statements of "
+        "Earnings for fiscal 2017 and 2016:",
+        "CONDENSED CONSOLIDATING BALANCE SHEET INFORMATION",
+        "Cash, cash equivalents and restricted cash reported on our Consolidated Balance Sheets is reconciled to the "
+        "total shown on our Consolidated Statements of Cash Flows",
+        "Property and equipment",
+        "",
+    ],
+)
+def test_reference_captions_are_not_statements(title):
+    assert classify_statement_table(title, 30, "8", "10-K", LEX) is None
+
+
+def test_size_and_item_rules():
+    assert classify_statement_table("Balance Sheet", 3, "8", "10-K", LEX) is None  # a note's three-line excerpt
+    assert classify_statement_table("Consolidated Balance Sheets:", 12, "6", "10-K", LEX) is None  # selected data
+    # Statements printed inside Item 7 (PepsiCo does) or in a 10-Q / earnings release are still statements.
+    assert classify_statement_table("Consolidated Balance Sheet", 40, "7", "10-K", LEX) == BALANCE_SHEET
+    assert classify_statement_table("Condensed Consolidated Balance Sheets", 30, "I-1", "10-Q", LEX) == BALANCE_SHEET
+    assert classify_statement_table("Consolidated Balance Sheets", 30, "S2", "EARNINGS", LEX) == BALANCE_SHEET
+
+
+def test_statements_in_query_named_and_implied():
+    q = "What is the FY2018 capital expenditure amount for 3M? Base your answer on the cash flow statement."
+    assert statements_in_query(q, LEX) == {CASH_FLOW_STATEMENT: 1.0}
+    implied = statements_in_query("What were year-end inventories and capex?", LEX)
+    assert implied == {BALANCE_SHEET: IMPLIED_WEIGHT, CASH_FLOW_STATEMENT: IMPLIED_WEIGHT}
+    both = statements_in_query("FY2019 revenue / average PP&E, from the P&L and the balance sheet", LEX)
+    assert both[INCOME_STATEMENT] == 1.0 and both[BALANCE_SHEET] == 1.0
+    # A statement name inside a longer term of another concept still counts as named.
+    assert statements_in_query("Has Verizon increased its debt on balance sheet?", LEX)[BALANCE_SHEET] == 1.0
+    assert statements_in_query("Who is the chief executive officer?", LEX) == {}
+    # A ratio points at the statements its inputs come from (the lexicon cluster's "statements").
+    assert statements_in_query("What is the quick ratio?", LEX) == {BALANCE_SHEET: IMPLIED_WEIGHT}
+    roa = statements_in_query("What is the return on assets?", LEX)
+    assert roa == {INCOME_STATEMENT: IMPLIED_WEIGHT, BALANCE_SHEET: IMPLIED_WEIGHT}
