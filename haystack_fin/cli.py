@@ -230,6 +230,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
             "Routing:",
             json.dumps({k: routing.get(k) for k in ("terms", "budgets", "item_weights")}, default=str)[:1500],
         )
+        statements = out["trace"]["retrieval"].get("statements") or {}
+        if statements:
+            print(f"Statements: {statements['asked']} ({len(statements['added'])} statement blocks added)")
     for n, p in enumerate(out["passages"], 1):
         pages = ", ".join(str(x) for x in p["pages"] or [])
         print(f"\n[{n}] {p['company']} {p['period']} ({p['filing_id']}) Item {p['item']}, p. {pages} [{p['modality']}]")

@@ -103,3 +103,22 @@ def test_full_10k_end_to_end(tmp_path, fixtures):
         assert risk and all(5 <= p <= 13 for c in risk for p in c.meta["page_numbers"])
     finally:
         store.close()
+
+
+@pytest.mark.integration
+def test_ask_cli_cites_the_statement_page(tmp_path, fixtures, capsys):
+    store_dir = str(tmp_path / "idx")
+    assert main(["index", str(fixtures / "bestbuy-10q-2023-07-29.pdf"), "--store", store_dir, "-q"]) == 0
+    question = "What were Best Buy's merchandise inventories at quarter end, per the balance sheet?"
+    capsys.readouterr()
+    assert main(["ask", question, "--store", store_dir, "--json", "--no-llm", "-k", "3"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["answer"] is None and len(out["passages"]) == 3
+    assert set(out["passages"][0]) == {"text", "filing_id", "company", "period", "item", "pages", "modality", "score"}
+    top = out["passages"][0]
+    # The condensed balance sheet is printed on page 3, in Part I, Item 1.
+    assert (top["item"], top["pages"], top["modality"]) == ("I-1", [3], "table") and "5,651" in top["text"]
+    assert out["trace"]["retrieval"]["statements"]["asked"] == {"balance_sheet": 1.0}
+    assert main(["ask", question, "--store", store_dir, "--no-llm", "--explain", "-k", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "Statements: {'balance_sheet': 1.0}" in printed and "Item I-1, p. 3 [table]" in printed
