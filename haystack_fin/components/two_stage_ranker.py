@@ -17,6 +17,7 @@ from haystack_fin.core.scoring import (
     GroupKey,
     Passage,
     PassageScore,
+    content_terms,
     group_budgets,
     score_passages,
     two_stage_select,
@@ -67,7 +68,9 @@ class TwoStageRanker:
     ``model=None``, the fallback scorer of ``haystack_fin.core.scoring``: bi-encoder cosine (when ``query_embedding``
     is given and the documents carry embeddings; retrievers need ``return_embedding=True``), BM25 over the
     candidate set, a table prior for questions that ask for a number, and a statement prior for blocks of the
-    financial statement a question names or implies (``meta["statement"]``), fused into a score in [0, 1].
+    financial statement a question names or implies (``meta["statement"]``), fused into a score in [0, 1]. The
+    candidates' company names and tickers (meta ``company``, ``ticker``) are left out of the question's terms:
+    they choose the filing, not the passage.
 
     Input documents are deduplicated by id and never mutated. Output documents are copies with ``score`` set and
     ``meta["rerank"] = {"stage1_score", "stage1_rank_in_item", "stage2_rank", "scorer"}`` (ranks 1-based; the
@@ -248,7 +251,9 @@ class TwoStageRanker:
             self.warm_up()
             statements = statements_in_query(query, self._lexicon) if self._lexicon is not None else {}
             passages = [self._passage(d) for d in unique]
-            fallback = score_passages(query, passages, query_embedding, self._weights, statements)
+            names = {str(d.meta[k]) for d in unique for k in (schema.COMPANY, schema.TICKER) if d.meta.get(k)}
+            ignore = {t for name in names for t in content_terms(name)}
+            fallback = score_passages(query, passages, query_embedding, self._weights, statements, ignore)
             scores = [s.score for s in fallback]
             trace["fallback"] = {
                 "weights": self._weights.to_dict(),

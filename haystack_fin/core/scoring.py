@@ -15,7 +15,8 @@ signals that are each normalized to [0, 1]:
   Okapi IDF is 0 for a term in one of two candidates and negative in more than half, which breaks on the small
   candidate sets a reranker sees.
 * ``table``: a prior used only when the question asks for a number (``asks_for_number``): for a table passage, the
-  share of the question's content terms found in its row labels and column headers; 0 for other passages. Filing
+  share of the question's content terms found in its row labels and column headers, period words ("second
+  quarter", "fiscal year": every statement's column headers have them) aside; 0 for other passages. Filing
   metrics live in statements, and a bi-encoder embeds a grid of numbers poorly, so an exact row-label match is
   strong evidence the embedding under-rates.
 * ``statement``: a prior used only when the question names a primary statement or one of its line items
@@ -41,7 +42,7 @@ deterministic tie-breaking (higher score first, then lower original rank).
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -250,13 +251,24 @@ def dense_scores(
     return [None if c is None else (c / best if best > 0 else 0.0) for c in cosines]
 
 
+# Words every statement's column headers share ("Three Months Ended", "Second Quarter", "Fiscal Year"): a match on
+# them says nothing about which table holds the figure, so the table prior ignores them (years still count).
+_PERIOD_WORDS = frozenset(
+    normalize_term(
+        """first second third fourth quarter quarters quarterly year years annual fiscal month months ended ending
+        period periods three six nine twelve"""
+    ).split()
+)
+
+
 def table_prior(query_terms: Sequence[str], passage: Passage) -> float:
-    """Share of the distinct query terms that appear in a table's row labels / column headers (0 for non-tables)."""
-    if not passage.is_table or not query_terms:
+    """Share of the distinct query terms (period words aside) that appear in a table's row labels / column headers
+    (0 for non-tables)."""
+    wanted = set(query_terms) - _PERIOD_WORDS
+    if not passage.is_table or not wanted:
         return 0.0
     labels = passage.table_labels or [passage.text]
     label_terms = {t for label in labels for t in content_terms(label)}
-    wanted = set(query_terms)
     return len(wanted & label_terms) / len(wanted)
 
 
@@ -266,11 +278,14 @@ def score_passages(
     query_embedding: Sequence[float] | None = None,
     weights: FallbackWeights | None = None,
     statements: Mapping[str, float] | None = None,
+    ignore_terms: Collection[str] = (),
 ) -> list[PassageScore]:
     """Fallback relevance of each passage to ``query`` in [0, 1], aligned with ``passages`` (see module docstring).
 
     ``statements`` are the question's statement weights (``statements_in_query``); empty or None leaves the
-    statement signal out.
+    statement signal out. ``ignore_terms`` are dropped from the query's terms: the names of the filings' companies,
+    which say which filing is meant (FilingScope's job) but not where in it the answer is; "Best Buy" in a Best
+    Buy question otherwise favours the tables whose rows are labelled "Best Buy".
 
     Deterministic: the same inputs give the same floats. Without query terms and embeddings every score is 0, so
     the caller's tie-break (original rank) keeps the retriever's order.
@@ -278,7 +293,7 @@ def score_passages(
     weights = weights or FallbackWeights()
     if not passages:
         return []
-    q_terms = content_terms(query)
+    q_terms = [t for t in content_terms(query) if t not in ignore_terms]
     use_lexical = weights.lexical > 0 and bool(q_terms)
     use_table = weights.table > 0 and bool(q_terms) and asks_for_number(query)
     use_statement = weights.statement > 0 and bool(statements)

@@ -161,6 +161,18 @@ class TestScorePassages:
         (s,) = score_passages("Is Pepsico involved in legal proceedings?", [table])
         assert s.table is None
 
+    def test_table_prior_ignores_period_words_and_company_names(self) -> None:
+        q = "What was Best Buy's revenue in the second quarter?"
+        stores = Passage(
+            "| Best Buy | 978 |", is_table=True, table_labels=["Best Buy", "Stores at end of second quarter"]
+        )
+        income = Passage("| Revenue | 9,583 |", is_table=True, table_labels=["Revenue", "Three months ended"])
+        plain = score_passages(q, [stores, income])
+        assert plain[0].table == pytest.approx(2 / 3)  # "best", "buy" of {best, buy, revenue}; period words aside
+        scoped = score_passages(q, [stores, income], ignore_terms={"best", "buy", "co", "inc"})
+        assert (scoped[0].table, scoped[1].table) == (0.0, 1.0)
+        assert scoped[1].score > scoped[0].score
+
     def test_statement_prior_lifts_blocks_of_the_asked_statement(self) -> None:
         q = "What were FY2018 capital expenditures according to the cash flow statement?"
         rows = "| Purchases of property and equipment | (1,577) | (1,373) |"
