@@ -5,6 +5,7 @@ than 15 data rows, and text chunks that contain a table row (a row's label follo
 row would read if table text leaked into running text).
 
     python benchmarks/check_chunks.py ../shared/data/financebench-dev/pdfs ../shared/data/edgar-html [--json]
+        [--table-finder layout|pymupdf|none]
 """
 
 import argparse
@@ -54,8 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folders", nargs="+")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--table-finder", default="layout", choices=["layout", "pymupdf", "none"], help="FilingConverter's finder"
+    )
     args = parser.parse_args(argv)
-    converter, splitter = FilingConverter(), FilingSplitter()
+    converter, splitter = FilingConverter(table_finder=args.table_finder), FilingSplitter()
     files = sorted(
         p for folder in args.folders for p in Path(folder).iterdir() if p.suffix.lower() in (".pdf", ".htm", ".html")
     )
