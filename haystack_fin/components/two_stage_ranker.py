@@ -10,6 +10,7 @@ from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import resolve_model
 from haystack_fin.core.schema import Modality
+from haystack_fin.core.scope import company_aliases
 from haystack_fin.core.scoring import (
     BUDGET_K,
     RERANK,
@@ -50,6 +51,15 @@ def _table_labels(doc: Document) -> list[str]:
     labels = [str(row.get("label") or "") for row in table.get("rows") or [] if isinstance(row, dict)]
     labels += [str(c) for c in table.get("columns") or []]
     return [label for label in labels if label]
+
+
+def _company_phrases(docs: list[Document]) -> list[list[str]]:
+    """The candidates' company names (with their aliases, e.g. "Best Buy" for "BEST BUY CO., INC.") and tickers
+    as term sequences, to be cut out of the question's terms."""
+    names = {str(d.meta[schema.COMPANY]) for d in docs if d.meta.get(schema.COMPANY)}
+    phrases = [content_terms(alias) for name in names for alias, _ in company_aliases(name)]
+    phrases += [content_terms(str(d.meta[schema.TICKER])) for d in docs if d.meta.get(schema.TICKER)]
+    return [p for p in phrases if p]
 
 
 @component
@@ -251,9 +261,9 @@ class TwoStageRanker:
             self.warm_up()
             statements = statements_in_query(query, self._lexicon) if self._lexicon is not None else {}
             passages = [self._passage(d) for d in unique]
-            names = {str(d.meta[k]) for d in unique for k in (schema.COMPANY, schema.TICKER) if d.meta.get(k)}
-            ignore = {t for name in names for t in content_terms(name)}
-            fallback = score_passages(query, passages, query_embedding, self._weights, statements, ignore)
+            fallback = score_passages(
+                query, passages, query_embedding, self._weights, statements, _company_phrases(unique)
+            )
             scores = [s.score for s in fallback]
             trace["fallback"] = {
                 "weights": self._weights.to_dict(),

@@ -42,7 +42,7 @@ deterministic tie-breaking (higher score first, then lower original rank).
 
 import math
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -112,6 +112,22 @@ _NUMERIC_CUE = re.compile(
     r"receivables?|dividends?|ebit(?:da|dar)?|turnover|millions?|billions?|thousands?|usd|per share)\b",
     re.IGNORECASE,
 )
+
+
+def drop_phrases(terms: Sequence[str], phrases: Sequence[Sequence[str]]) -> list[str]:
+    """``terms`` without every occurrence of each phrase as a contiguous run (longest phrases first), so
+    "Bank of America" goes from "bank of america deposits at bank branches" and the second "bank" stays."""
+    out = list(terms)
+    for phrase in sorted({tuple(p) for p in phrases if p}, key=len, reverse=True):
+        n, i, kept = len(phrase), 0, []
+        while i < len(out):
+            if tuple(out[i : i + n]) == phrase:
+                i += n
+                continue
+            kept.append(out[i])
+            i += 1
+        out = kept
+    return out
 
 
 def asks_for_number(query: str) -> bool:
@@ -278,14 +294,15 @@ def score_passages(
     query_embedding: Sequence[float] | None = None,
     weights: FallbackWeights | None = None,
     statements: Mapping[str, float] | None = None,
-    ignore_terms: Collection[str] = (),
+    ignore_phrases: Sequence[Sequence[str]] = (),
 ) -> list[PassageScore]:
     """Fallback relevance of each passage to ``query`` in [0, 1], aligned with ``passages`` (see module docstring).
 
     ``statements`` are the question's statement weights (``statements_in_query``); empty or None leaves the
-    statement signal out. ``ignore_terms`` are dropped from the query's terms: the names of the filings' companies,
-    which say which filing is meant (FilingScope's job) but not where in it the answer is; "Best Buy" in a Best
-    Buy question otherwise favours the tables whose rows are labelled "Best Buy".
+    statement signal out. ``ignore_phrases`` (term sequences, e.g. ``content_terms("Best Buy")``) are cut out of
+    the query's terms wherever they occur in sequence (``drop_phrases``): the names of the filings' companies say
+    which filing is meant (FilingScope's job) but not where in it the answer is, and "Best Buy" in a Best Buy
+    question otherwise favours the tables whose rows are labelled "Best Buy".
 
     Deterministic: the same inputs give the same floats. Without query terms and embeddings every score is 0, so
     the caller's tie-break (original rank) keeps the retriever's order.
@@ -293,7 +310,7 @@ def score_passages(
     weights = weights or FallbackWeights()
     if not passages:
         return []
-    q_terms = [t for t in content_terms(query) if t not in ignore_terms]
+    q_terms = drop_phrases(content_terms(query), ignore_phrases)
     use_lexical = weights.lexical > 0 and bool(q_terms)
     use_table = weights.table > 0 and bool(q_terms) and asks_for_number(query)
     use_statement = weights.statement > 0 and bool(statements)

@@ -12,6 +12,7 @@ from haystack_fin.core.scoring import (
     asks_for_number,
     content_terms,
     dense_scores,
+    drop_phrases,
     even_split,
     group_budgets,
     lexical_scores,
@@ -169,9 +170,14 @@ class TestScorePassages:
         income = Passage("| Revenue | 9,583 |", is_table=True, table_labels=["Revenue", "Three months ended"])
         plain = score_passages(q, [stores, income])
         assert plain[0].table == pytest.approx(2 / 3)  # "best", "buy" of {best, buy, revenue}; period words aside
-        scoped = score_passages(q, [stores, income], ignore_terms={"best", "buy", "co", "inc"})
+        scoped = score_passages(q, [stores, income], ignore_phrases=[["best", "buy"]])
         assert (scoped[0].table, scoped[1].table) == (0.0, 1.0)
         assert scoped[1].score > scoped[0].score
+
+    def test_drop_phrases_cuts_runs_only(self) -> None:
+        terms = content_terms("Bank of America deposits at bank branches")
+        assert drop_phrases(terms, [content_terms("Bank of America"), []]) == ["deposit", "bank", "branch"]
+        assert drop_phrases(["a", "b"], [["a", "b", "c"]]) == ["a", "b"]
 
     def test_statement_prior_lifts_blocks_of_the_asked_statement(self) -> None:
         q = "What were FY2018 capital expenditures according to the cash flow statement?"
