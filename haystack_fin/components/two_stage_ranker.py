@@ -135,8 +135,8 @@ class TwoStageRanker:
         :param model_kwargs: keyword arguments for the cross-encoder's ``from_pretrained``.
         :param meta_fields_to_embed: meta fields prepended to the content for both scorers, e.g. ``["context"]``
             (FilingSplitter's company/form/period and section-path line).
-        :param fallback_weights: weights of the fallback scorer's signals, any of ``dense``, ``lexical``, ``table``
-            (defaults in ``haystack_fin.core.scoring.FallbackWeights``).
+        :param fallback_weights: weights of the fallback scorer's signals, any of ``dense``, ``lexical``, ``table``,
+            ``statement`` (defaults in ``haystack_fin.core.scoring.FallbackWeights``).
         :param lexicon_path: lexicon JSON used to tell which financial statements a question is about (the
             fallback's statement prior); default: the built-in lexicon.
         """

@@ -94,7 +94,8 @@ def classify_statement_table(title: str, n_rows: int, item: str, form: str, lexi
 
 def statements_in_query(query: str, lexicon: Lexicon) -> dict[str, float]:
     """Which statements ``query`` is about, weighted: 1.0 when it names the statement, ``IMPLIED_WEIGHT`` when it
-    names one of the statement's line items. Empty when it mentions neither."""
+    names one of the statement's line items or a ratio computed from it (the cluster's ``statements``). Empty when
+    it mentions none of these."""
     weights: dict[str, float] = {}
 
     def implied(kind: str) -> None:
