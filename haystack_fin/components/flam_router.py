@@ -4,7 +4,7 @@ from typing import Any
 from haystack import Document, component
 
 from haystack_fin.core import schema
-from haystack_fin.core.flam import DEFAULT_SMOOTHING, MODES, FilingStats, ItemBudget, route
+from haystack_fin.core.flam import DEFAULT_SMOOTHING, FilingStats, ItemBudget, route, validate_weighting
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.schema import NodeType
 from haystack_fin.store_registry import shared_store
@@ -119,12 +119,7 @@ class FlamRouter:
         """
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}.")
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}.")
-        if not smoothing >= 0:
-            raise ValueError(f"smoothing must be >= 0, got {smoothing}.")
+        validate_weighting(mode, temperature, smoothing)
         for name, value in (("lexicon_path", lexicon_path), ("finrad_csv", finrad_csv)):
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"{name} must be a path string or None, got {type(value).__name__}.")

@@ -122,7 +122,8 @@ class ItemWeighting:
     idf: dict[str, float] = field(default_factory=dict)
 
 
-def _validate(mode: str, temperature: float, smoothing: float) -> None:
+def validate_weighting(mode: str, temperature: float, smoothing: float) -> None:
+    """Reject a weighting mode, softmax temperature or smoothing that ``score_items`` cannot use."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
     if not temperature > 0:
@@ -168,7 +169,7 @@ def score_items(
     idf: bool = False,
 ) -> ItemWeighting:
     """Weights over a filing's Items for the query clusters, with the basis they rest on. See ``item_weights``."""
-    _validate(mode, temperature, smoothing)
+    validate_weighting(mode, temperature, smoothing)
     clusters = cluster_ids(query_clusters)
     items = _item_order(item_term_counts, item_term_totals, n_chunks)
     eligible = eligible_items(items, n_chunks)
@@ -417,7 +418,7 @@ def route(
 
     :param terms: pre-detected query terms (skips detection; ``lexicon`` is then only used for priors).
     """
-    _validate(mode, temperature, smoothing)
+    validate_weighting(mode, temperature, smoothing)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}.")
     lexicon = lexicon if lexicon is not None else Lexicon.load_default()
