@@ -41,6 +41,7 @@ class _CachedFiling:
     index_run: str | None
     trees: dict[str, ItemTree]
     chunks: dict[str, Document]
+    statement_ids: dict[str, list[str]]  # statement kind -> ids of its blocks, in filing order
 
 
 def _item_key(value: Any) -> str:
@@ -242,7 +243,11 @@ class DualTreeRetriever:
             logger.warning(
                 "filing %s: %d of %d chunks have no embedding (dense score 0)", filing_id, missing, len(chunks)
             )
-        return _CachedFiling(filing_id, index_run, build_item_trees(filing_id, nodes), chunks)
+        statement_ids: dict[str, list[str]] = {}
+        for doc in chunks.values():
+            if doc.meta.get(schema.STATEMENT):
+                statement_ids.setdefault(str(doc.meta[schema.STATEMENT]), []).append(doc.id)
+        return _CachedFiling(filing_id, index_run, build_item_trees(filing_id, nodes), chunks, statement_ids)
 
     def _fetch(self, filing_ids: list[str]) -> dict[str, _CachedFiling]:
         """Build the searchable state of filings from one ``filter_documents`` call (one scan for all of them)."""
@@ -359,9 +364,11 @@ class DualTreeRetriever:
             return {}
         added: list[str] = []
         for fid, filing in filings.items():
-            for doc in filing.chunks.values():
-                kind = doc.meta.get(schema.STATEMENT)
-                if kind not in statements or doc.id in scored:
+            # Filing order (ids are "<filing_id>#chunk-00012", zero-padded).
+            for doc_id in sorted(i for kind in statements for i in filing.statement_ids.get(kind, ())):
+                doc = filing.chunks[doc_id]
+                kind = str(doc.meta[schema.STATEMENT])
+                if doc.id in scored:
                     continue
                 if leaf_filter and not document_matches_filter(leaf_filter, doc):
                     continue
