@@ -1,8 +1,10 @@
 """Benchmark table detection on PDF filings.
 
-Measures, per page: ``page.get_text("words")``, ``page_may_have_table``, ``find_table_regions`` (geometric) and
-``find_tables_pymupdf`` (PyMuPDF's ``find_tables``) on a sample of the pages the pre-check flags, plus how many
-pages each method finds tables on.
+Measures, per page: ``page.get_text("words")``, ``page_may_have_table``, ``find_table_regions`` (geometric),
+``find_tables_checked`` (the default "hybrid": geometric, plus PyMuPDF's finder on pages where row-like lines were
+left outside every table; on how many pages that second opinion ran and what it added) and ``find_tables_pymupdf``
+(PyMuPDF's ``find_tables``) on a sample of the pages the pre-check flags, plus how many pages each method finds
+tables on.
 
     python benchmarks/bench_pdf_tables.py --pdfs /work/shared/data/financebench-dev/pdfs --sample 40
 """
@@ -12,11 +14,19 @@ import logging
 import random
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pymupdf
 
-from haystack_fin.core.pdf_tables import find_table_regions, find_tables_pymupdf, page_may_have_table
+from haystack_fin.core import pdf_tables
+from haystack_fin.core.pdf_tables import (
+    find_table_regions,
+    find_tables_checked,
+    find_tables_pymupdf,
+    page_may_have_table,
+)
 
 logger = logging.getLogger("bench_pdf_tables")
 
@@ -29,6 +39,19 @@ def _ms(samples: list[float]) -> str:
     return f"{statistics.mean(samples):7.2f} mean  {statistics.median(samples):7.2f} p50  {max(samples):8.1f} max"
 
 
+_pymupdf_calls = [0]
+
+
+def _counting(finder: Callable[..., list]) -> Callable[..., list]:
+    """Wrap ``pdf_tables.find_tables_pymupdf`` to count how often the hybrid finder asks for a second opinion."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> list:
+        _pymupdf_calls[0] += 1
+        return finder(*args, **kwargs)
+
+    return wrapper
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pdfs", type=Path, default=DEFAULT_PDFS, help="directory of *.pdf files")
@@ -37,6 +60,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
+    pdf_tables.find_tables_pymupdf = _counting(pdf_tables.find_tables_pymupdf)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(message)s")
 
     pdfs = sorted(args.pdfs.glob("*.pdf"))
@@ -45,6 +69,9 @@ def main() -> None:
     t_words: list[float] = []
     t_check: list[float] = []
     t_regions: list[float] = []
+    t_checked: list[float] = []
+    second_opinion_pages: list[str] = []
+    added_by_pymupdf = 0
     candidates: list[tuple[Path, int]] = []
     pages_with_tables = 0
     n_tables = 0
@@ -63,9 +90,16 @@ def main() -> None:
                 t2 = time.perf_counter()
                 tables = find_table_regions(page, words)
                 t3 = time.perf_counter()
+                calls_before = _pymupdf_calls[0]
+                checked = find_tables_checked(page, words)
+                t4 = time.perf_counter()
                 t_words.append((t1 - t0) * 1000)
                 t_check.append((t2 - t1) * 1000)
                 t_regions.append((t3 - t2) * 1000)
+                t_checked.append((t4 - t3) * 1000)
+                if _pymupdf_calls[0] > calls_before:
+                    second_opinion_pages.append(f"{path.name} p{page.number + 1}")
+                    added_by_pymupdf += sum(1 for t in checked if t.method == "pymupdf")
                 if maybe:
                     candidates.append((path, page.number))
                 if tables:
@@ -108,6 +142,11 @@ def main() -> None:
     print(f"{'get_text(words)':<28} ms/page {_ms(t_words)}")
     print(f"{'page_may_have_table':<28} ms/page {_ms(t_check)}")
     print(f"{'find_table_regions':<28} ms/page {_ms(t_regions)}")
+    print(f"{'find_tables_checked':<28} ms/page {_ms(t_checked)}")
+    print(
+        f"second opinion (PyMuPDF) ran on {len(second_opinion_pages)} pages and added {added_by_pymupdf} tables: "
+        f"{', '.join(second_opinion_pages[:20])}"
+    )
     print(f"{'find_table_regions (sample)':<28} ms/page {_ms(t_geo_sample)}")
     print(f"{'find_tables_pymupdf (sample)':<28} ms/page {_ms(t_pymupdf)}")
     print(f"pre-check candidates: {len(candidates)} pages ({100 * len(candidates) / max(n_pages, 1):.0f}%)")

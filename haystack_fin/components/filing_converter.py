@@ -17,7 +17,7 @@ from haystack_fin.core.text import normalize_whitespace
 logger = logging.getLogger(__name__)
 
 _FORMATS = ("pdf", "html")
-_TABLE_FINDERS = ("layout", "pymupdf", "none")
+_TABLE_FINDERS = ("hybrid", "layout", "pymupdf", "none")
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -72,11 +72,13 @@ class FilingConverter:
     ```
     """
 
-    def __init__(self, formats: list[str] | None = None, table_finder: str = "layout", extract_images: bool = True):
+    def __init__(self, formats: list[str] | None = None, table_finder: str = "hybrid", extract_images: bool = True):
         """
         :param formats: accepted formats, any of "pdf" and "html" (default both).
-        :param table_finder: PDF tables: "layout" (fast geometric detector, default), "pymupdf" (PyMuPDF's
-            table finder on pages that may hold a table; several times slower) or "none".
+        :param table_finder: PDF tables: "hybrid" (default: the fast geometric detector, with PyMuPDF's table
+            finder as a second opinion on the few pages where row-like lines lie outside every detected table),
+            "layout" (the geometric detector alone), "pymupdf" (PyMuPDF's table finder on every page that may hold
+            a table; several times slower) or "none".
         :param extract_images: emit image elements (PDF images with bbox and nearby caption text).
         """
         formats = list(formats) if formats is not None else list(_FORMATS)

@@ -1,8 +1,11 @@
 """Read a filing PDF with PyMuPDF into layout elements (text paragraphs, tables, images) in reading order.
 
-Costs measured here drive the design: ``get_text("dict")`` is ~3 ms per page, PyMuPDF's ``find_tables`` 330-600 ms
-per page. Tables are therefore found by the fast geometric detector in ``pdf_tables`` on every page by default;
-PyMuPDF's finder is an option (``table_finder="pymupdf"``) that runs only on pages the cheap pre-check flags.
+Costs measured here drive the design: ``get_text("dict")`` is ~3 ms per page, PyMuPDF's ``find_tables`` 200-1,000 ms
+per page (it runs the pymupdf-layout ONNX model; without it, row shading splits EDGAR tables into one-row tables).
+Tables are therefore found by the fast geometric detector in ``pdf_tables`` on every page; by default
+(``table_finder="hybrid"``) PyMuPDF's finder is a second opinion on pages where row-like lines were left outside
+every detected table. ``"pymupdf"`` runs PyMuPDF's finder alone on every page the cheap pre-check flags (~30% of
+a 10-K's pages, which alone would more than double indexing time).
 """
 
 import logging
@@ -14,12 +17,18 @@ from typing import Literal
 import pymupdf
 
 from haystack_fin.core.layout import Element, FilingParseError, ParsedFiling
-from haystack_fin.core.pdf_tables import DetectedTable, find_table_regions, find_tables_pymupdf, page_may_have_table
+from haystack_fin.core.pdf_tables import (
+    DetectedTable,
+    find_table_regions,
+    find_tables_checked,
+    find_tables_pymupdf,
+    page_may_have_table,
+)
 from haystack_fin.core.text import normalize_line
 
 logger = logging.getLogger(__name__)
 
-TableFinder = Literal["layout", "pymupdf", "none"]
+TableFinder = Literal["hybrid", "layout", "pymupdf", "none"]
 
 # Images smaller than this (points) are logos, rules and check boxes, not figures worth a chunk.
 _MIN_IMAGE_SIDE = 72.0
@@ -181,15 +190,16 @@ def _open(source: str | Path, data: bytes | None) -> pymupdf.Document:
 def parse_pdf_filing(
     source: str | Path,
     data: bytes | None = None,
-    table_finder: TableFinder = "layout",
+    table_finder: TableFinder = "hybrid",
     extract_images: bool = True,
 ) -> ParsedFiling:
     """Parse a filing PDF into a ``ParsedFiling``.
 
     :param source: path of the PDF (also the name used in error messages and provenance).
     :param data: the PDF bytes, when already in memory.
-    :param table_finder: "layout" (fast geometric detector, default), "pymupdf" (PyMuPDF's table finder on pages
-        that the cheap pre-check flags) or "none".
+    :param table_finder: "hybrid" (default: the geometric detector, and PyMuPDF's table finder on pages where
+        row-like lines lie outside every detected table), "layout" (the geometric detector alone), "pymupdf"
+        (PyMuPDF's table finder alone, on pages that the cheap pre-check flags) or "none".
     :param extract_images: emit image elements (with bbox and nearby caption text).
     :raises FilingParseError: the file is not a PDF, is encrypted, is empty or has no extractable text.
     """
@@ -210,7 +220,9 @@ def parse_pdf_filing(
             words: list = []
             if table_finder != "none" and lines:
                 words = page.get_text("words")
-                if table_finder == "layout":
+                if table_finder == "hybrid":
+                    tables = find_tables_checked(page, words)
+                elif table_finder == "layout":
                     tables = find_table_regions(page, words)
                 elif page_may_have_table(words):
                     tables = find_tables_pymupdf(page, words=words)

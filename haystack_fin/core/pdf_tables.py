@@ -12,7 +12,7 @@ which pages deserve the expensive path.
 import itertools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
@@ -24,7 +24,14 @@ from haystack_fin.core.text import normalize_line
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DetectedTable", "find_table_regions", "find_tables_pymupdf", "page_may_have_table"]
+__all__ = [
+    "DetectedTable",
+    "find_table_regions",
+    "find_tables_checked",
+    "find_tables_pymupdf",
+    "page_may_have_table",
+    "value_lines",
+]
 
 # A word tuple from page.get_text("words"): (x0, y0, x1, y1, text, block_no, line_no, word_no).
 Word = Sequence[Any]
@@ -61,6 +68,8 @@ _FOOT_RE = re.compile(r"^(?:\([a-z]\)|\*+|†+|‡+)$")
 _YEAR_RE = re.compile(r"^(?:19|20)\d\d$")
 _FOOTNOTE_REF_RE = re.compile(r"^\(\d\)$")
 _HAS_DIGIT = re.compile(r"\d")
+# "Item 1. Financial Statements   3", "Part II — Other Information   24": table-of-contents entries, never table rows.
+_TOC_ENTRY_RE = re.compile(r"^(?:item\s*\d|part\s+[iv]+\b)", re.IGNORECASE)
 
 _NUM, _DASH, _CUR, _CLOSE, _OPEN, _FOOT, _TEXT = range(7)
 _VALUE_KINDS = (_NUM, _DASH, _CUR, _CLOSE, _OPEN, _FOOT)
@@ -302,6 +311,13 @@ def _analyze(line: _Line, text_left: float, text_right: float) -> None:
     numeric = [c for c in line.cells if c.numeric]
     first_num = next((k for k, c in enumerate(line.cells) if c.numeric), len(line.cells))
     trailing_text = [len(c.text.split()) for c in line.cells[first_num:] if not c.numeric]
+    # Three or more gap-separated pieces with two real values read as a row even with text columns among them
+    # ("Money market funds  $ 5,320  ...  Cash and cash equivalents", a notes table's "April 15 and October 15").
+    values = [c for c in numeric if _HAS_DIGIT.search(c.text) and not _FOOTNOTE_REF_RE.match(c.text)]
+    columnar = len(line.segments) >= 3 and (len(values) >= 2 or (len(values) == 1 and len(numeric) >= 3))
+    # Officer and exhibit tables hold a title column ("Senior Vice President, Controller and Chief Accounting
+    # Officer"); a longer run of words after a number is a numbered paragraph.
+    max_text_words = 15 if columnar else 6
     if n_label_words > 25 or (len(line.segments) == 1 and wide and len(line.words) >= 8):
         line.kind = _PROSE
     elif (
@@ -310,14 +326,18 @@ def _analyze(line: _Line, text_left: float, text_right: float) -> None:
         and abs(line.x0 + line.x1 - page_mid2) < 0.2 * text_width
     ):
         line.kind = _FURNITURE  # centred page number / "Page 12 of 15": ends a table, never part of one
-    elif any(not c.numeric and len(c.text.split()) > 6 for c in line.cells) or (
-        trailing_text and (sum(trailing_text) > 1 and (len(trailing_text) > 1 or not line.cells[-1].numeric))
+    elif _TOC_ENTRY_RE.match(line.text):
+        line.kind = _TEXTLINE
+    elif any(not c.numeric and len(c.text.split()) > max_text_words for c in line.cells) or (
+        not columnar
+        and trailing_text
+        and (sum(trailing_text) > 1 and (len(trailing_text) > 1 or not line.cells[-1].numeric))
     ):
         # "10.48   Letter, dated March 22, ..." (a numbered list) or "$0.69   in the current quarter compared to"
         # (justified bullet text): financial rows do not continue with prose after their numbers. One text column
         # between numbers ("(226)   Net operating revenues   443") is fine.
         line.kind = _TEXTLINE
-    elif sum(not c.numeric for c in line.cells) >= max(2, len(numeric)) or (
+    elif (not columnar and sum(not c.numeric for c in line.cells) >= max(2, len(numeric))) or (
         numeric and all(_FOOTNOTE_REF_RE.match(c.text) for c in numeric) and len(numeric) < len(line.cells)
     ):
         # Column titles with footnote references ("Eliminations (3)   Total"), not a row of values.
@@ -342,22 +362,46 @@ def page_may_have_table(words: Sequence[Word]) -> bool:
     """
     if len(words) < 6:
         return False
-    # Lines by bottom edge only (no overlap test): good enough for a pre-check and a fraction of full grouping.
-    ws = sorted(words, key=lambda w: w[3])
     hits = multi = 0
+    for line in _lines_by_bottom(words):
+        n = _gapped_numbers(line)
+        hits += n > 0
+        multi += n > 1
+        # Mirrors find_table_regions' acceptance: 3 rows with numbers, or 2 rows with 2+ value columns.
+        if hits >= 3 or multi >= 2:
+            return True
+    return False
+
+
+def value_lines(words: Sequence[Word]) -> list[tuple[tuple[float, float, float, float], str]]:
+    """Lines that read like a table row: two or more numbers each standing a column gap from its left neighbour.
+
+    Independent of the detectors, so a benchmark can check that no such line was left in the running text
+    (``benchmarks/check_chunks.py``). Returns (bbox, text) per line, top to bottom.
+    """
+    out = []
+    for line in _lines_by_bottom(words):
+        if _gapped_numbers(line) >= 2:
+            bbox = (
+                min(float(w[0]) for w in line),
+                min(float(w[1]) for w in line),
+                max(float(w[2]) for w in line),
+                max(float(w[3]) for w in line),
+            )
+            out.append((bbox, " ".join(str(w[4]) for w in line)))
+    return out
+
+
+def _lines_by_bottom(words: Sequence[Word]) -> Iterator[list[Word]]:
+    """Lines by bottom edge only (no overlap test): good enough for a pre-check, a fraction of full grouping."""
+    ws = sorted(words, key=lambda w: w[3])
     start = 0
     for end in range(1, len(ws) + 1):
         if end < len(ws) and ws[end][3] - ws[start][3] < 2.0:
             continue
         if end - start >= 2:
-            n = _gapped_numbers(sorted(ws[start:end], key=lambda w: w[0]))
-            hits += n > 0
-            multi += n > 1
-            # Mirrors find_table_regions' acceptance: 3 rows with numbers, or 2 rows with 2+ value columns.
-            if hits >= 3 or multi >= 2:
-                return True
+            yield sorted(ws[start:end], key=lambda w: w[0])
         start = end
-    return False
 
 
 def _gapped_numbers(line: list[Word]) -> int:
@@ -400,6 +444,43 @@ def find_table_regions(page: pymupdf.Page, words: list | None = None) -> list[De
     return tables
 
 
+def find_tables_checked(page: pymupdf.Page, words: list | None = None) -> list[DetectedTable]:
+    """The geometric detector, with PyMuPDF's finder as a second opinion where the detector left rows behind.
+
+    When a line that reads like a table row (``value_lines``) lies outside every detected table, PyMuPDF's
+    ``find_tables`` runs on that page and each of its tables that holds such a line and overlaps no detected
+    table is added. PyMuPDF's finder costs ~200-1,000 ms per page, so it runs only on those pages (2 of the 3,222
+    FinanceBench dev pages, both bar-chart labels, where it finds nothing).
+    """
+    if words is None:
+        words = page.get_text("words")
+    tables = find_table_regions(page, words)
+    missed = [box for box, _ in value_lines(words) if not any(_contains(t.bbox, box) for t in tables)]
+    if not missed:
+        return tables
+    extra = [
+        t
+        for t in find_tables_pymupdf(page, words=words)
+        if any(_contains(t.bbox, box) for box in missed) and not any(_overlaps(t.bbox, d.bbox) for d in tables)
+    ]
+    if extra:
+        logger.debug("PyMuPDF's finder added %d table(s) on page %d", len(extra), page.number + 1)
+    return sorted(tables + extra, key=lambda t: (t.bbox[1], t.bbox[0]))
+
+
+def _contains(outer: Sequence[float], inner: Sequence[float], tol: float = 2.0) -> bool:
+    return (
+        inner[0] >= outer[0] - tol
+        and inner[1] >= outer[1] - tol
+        and inner[2] <= outer[2] + tol
+        and inner[3] <= outer[3] + tol
+    )
+
+
+def _overlaps(a: Sequence[float], b: Sequence[float]) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
 # --- run detection -------------------------------------------------------------------------------------------
 
 
@@ -438,6 +519,9 @@ def _find_runs(lines: list[_Line], lh: float) -> list[tuple[int, int]]:
         prev = lines[i - 1] if i else None
         if start >= 0 and prev is not None and ln.y0 - prev.y1 > max_gap:
             close()
+        if start >= 0 and ln.kind == _HEADER and ln.label and not _rows_follow(lines, i, max_gap):
+            # Years as values under a row label, with no rows after it: the table's last row, not a new header.
+            ln.kind = _ROW
         if ln.kind == _ROW:
             if start < 0:
                 start = i
@@ -475,6 +559,16 @@ def _find_runs(lines: list[_Line], lh: float) -> list[tuple[int, int]]:
                 close()
     close()
     return runs
+
+
+def _rows_follow(lines: list[_Line], i: int, max_gap: float) -> bool:
+    """Does a table row follow line ``i`` within the next three lines, without a paragraph-sized gap?"""
+    for j in range(i + 1, min(i + 4, len(lines))):
+        if lines[j].y0 - lines[j - 1].y1 > max_gap or lines[j].kind in (_PROSE, _FURNITURE):
+            return False
+        if lines[j].kind == _ROW:
+            return True
+    return False
 
 
 # --- table assembly ------------------------------------------------------------------------------------------
@@ -742,7 +836,7 @@ def _build_table(lines: list[_Line], start: int, end: int, lh: float) -> Detecte
     while i >= 0:
         ln = lines[i]
         gap = below_y0 - ln.y1
-        if ln.kind in (_ROW, _PROSE, _FURNITURE) or gap > 3.0 * lh:
+        if ln.kind in (_ROW, _PROSE, _FURNITURE) or gap > 3.0 * lh or _TOC_ENTRY_RE.match(ln.text):
             break
         units = _units_in(ln.text)
         if units and units[1] and not headers:  # "(In thousands, except per share data)" under the header
@@ -750,12 +844,20 @@ def _build_table(lines: list[_Line], start: int, end: int, lh: float) -> Detecte
             below_y0 = ln.y0
             i -= 1
             continue
-        if (units and len(ln.segments) == 1) or _UNAUDITED_RE.match(ln.text):
+        # "Numerator (in millions):" is a section label that names units, not the caption's units line.
+        if (units and len(ln.segments) == 1 and not ln.text.endswith(":")) or _UNAUDITED_RE.match(ln.text):
             break
         in_zone = [s for s in ln.segments if s[-1].x1 >= zone_x0 - lh]
-        # A sentence running from the left margin into the value columns is the caption, never a header.
+        # A sentence running from the left margin into the value columns is the caption, never a header, unless
+        # a column header sits right above it: then it is a section label set across the table.
         if any(s[0].x0 <= sentence_x and s[-1].x1 >= zone_x0 for s in ln.segments):
-            break
+            above = lines[i - 1] if i else None
+            if headers or above is None or above.kind != _HEADER or ln.y0 - above.y1 > 1.5 * lh:
+                break
+            labels_above.append(i)
+            below_y0 = ln.y0
+            i -= 1
+            continue
         if not headers:
             strict = ln.kind == _HEADER or (
                 in_zone and (len(in_zone) >= 2 or _PERIOD_RE.search(" ".join(w.text for s in in_zone for w in s)))
@@ -801,11 +903,32 @@ def _build_table(lines: list[_Line], start: int, end: int, lh: float) -> Detecte
             if cell.numeric and _HAS_DIGIT.search(cell.text):
                 per_col[cell.col] += 1
     wide_rows = [i for i in body if digits[i] >= 2]
-    if not (max(per_col) >= 3 or len(wide_rows) >= 2):
-        return None
-    # Rows of a table carry labels; scattered unlabelled numbers are chart annotations (pie/bar labels).
+    # One row under a column header is a table too (MD&A sets "Product development  $ 998  15%  $ 1,101 ..."
+    # under its own header, one line item per table); without a header one row is too weak a signal.
     numeric_rows = [i for i in body if digits[i]]
-    if 2 * sum(1 for i in numeric_rows if lines[i].label) < len(numeric_rows):
+    if not (
+        max(per_col) >= 3
+        or len(wide_rows) >= 2
+        or (headers and wide_rows)
+        or (max(per_col) >= 2 and len(wide_rows) == 1 and len(numeric_rows) >= 2)
+    ):
+        return None
+
+    toc = [i for i in body if _TOC_ENTRY_RE.match(lines[i].text) and lines[i].cells and lines[i].cells[-1].numeric]
+    if len(toc) >= 2:
+        return None  # a table of contents: "Item 7. ...  31" lines with page numbers
+
+    # Rows of a table carry labels; scattered unlabelled numbers are chart annotations (pie/bar labels). A label
+    # may sit on its own line just above its numbers (top-aligned in a tall row, COCACOLA 10-K).
+    def labelled(pos: int) -> bool:
+        ln = lines[body[pos]]
+        if ln.label:
+            return True
+        above = lines[body[pos - 1]] if pos else None
+        return above is not None and not above.cells and bool(above.label) and ln.y0 - above.y1 <= 0.8 * lh
+
+    numeric_pos = [pos for pos, i in enumerate(body) if digits[i]]
+    if 2 * sum(1 for pos in numeric_pos if labelled(pos)) < len(numeric_pos):
         return None
 
     label_left = min((lines[i].label[0].x0 for i in body if lines[i].label), default=0.0)
@@ -837,6 +960,8 @@ def _build_table(lines: list[_Line], start: int, end: int, lh: float) -> Detecte
     grid = ([header] if header and any(header) else []) + rows
     header_rows = 1 if header and any(header) else 0
     grid, header_rows = _drop_empty_columns(grid, header_rows)
+    if _is_page_index(grid, header_rows):
+        return None
 
     cap_idx, title, cap_units = _caption(lines, top, lh)
     inner_units = next((f[0] for j in units_idx if (f := _units_in(lines[j].text))), "")
@@ -847,6 +972,17 @@ def _build_table(lines: list[_Line], start: int, end: int, lh: float) -> Detecte
     bbox = (min(w.x0 for w in bx), min(w.y0 for w in bx), max(w.x1 for w in bx), max(w.y1 for w in bx))
     caption_idx = sorted(w.idx for j in cap_idx for w in lines[j].words)
     return DetectedTable(bbox=bbox, table=table, word_indices=word_idx, caption_word_indices=caption_idx)
+
+
+def _is_page_index(grid: list[list[str]], header_rows: int) -> bool:
+    """One headerless column of three or more small ascending integers is a contents list's page numbers."""
+    if header_rows or not grid or len(grid[0]) != 2:
+        return False
+    values = [r[1] for r in grid if r[1]]
+    if len(values) < 3 or not all(re.fullmatch(r"\d{1,3}", v) for v in values):
+        return False
+    pages = [int(v) for v in values]
+    return pages == sorted(pages)
 
 
 def _drop_empty_columns(grid: list[list[str]], header_rows: int) -> tuple[list[list[str]], int]:

@@ -8,19 +8,25 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from haystack_fin.core import pdf_tables
 from haystack_fin.core.layout import TableData
 from haystack_fin.core.pdf_tables import (
     DetectedTable,
     find_table_regions,
+    find_tables_checked,
     find_tables_pymupdf,
     page_may_have_table,
+    value_lines,
 )
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bestbuy-10q-2023-07-29.pdf"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURE = FIXTURES / "bestbuy-10q-2023-07-29.pdf"
 
+CONTENTS_PAGE = 2
 BALANCE_SHEET_PAGE = 3
 EARNINGS_PAGE = 4
 CASH_FLOWS_PAGE = 6
+FAIR_VALUE_PAGE = 10  # one-row tables under their own headers, one with a text column ("SG&A")
 DEBT_PAGE = 11  # derivatives and long-term debt notes: three tables under prose
 PROSE_PAGE = 23  # Item 3/Item 4 prose only
 
@@ -135,6 +141,90 @@ def test_prose_page_has_no_table(doc: pymupdf.Document) -> None:
 def test_precheck_flags_statement_pages(doc: pymupdf.Document) -> None:
     for page_no in (BALANCE_SHEET_PAGE, EARNINGS_PAGE, CASH_FLOWS_PAGE, DEBT_PAGE):
         assert page_may_have_table(doc[page_no - 1].get_text("words"))
+
+
+def test_one_row_tables_under_a_header(doc: pymupdf.Document) -> None:
+    tables = {t.table.rows[-1][0]: t.table for t in _tables(doc, FAIR_VALUE_PAGE)}
+    amortization = tables["Amortization expense"]
+    assert amortization.header_rows == 1 and len(amortization.rows) == 2
+    # The text column between label and values stays a column of its own.
+    assert amortization.rows[1] == ["Amortization expense", "SG&A", "21", "22", "41", "44"]
+    assert tables["Long-term debt(1)"].rows[1] == [
+        "Long-term debt(1)",
+        "991",
+        "1,130",
+        "1,019",
+        "1,143",
+        "1,069",
+        "1,169",
+    ]
+
+
+def test_table_of_contents_is_not_a_table(doc: pymupdf.Document) -> None:
+    # "Item 1. Financial Statements   3": page numbers in a column are not financial data.
+    assert _tables(doc, CONTENTS_PAGE) == []
+
+
+@pytest.mark.parametrize("name", ["bestbuy-10q-2023-07-29.pdf", "netflix-10k-2015.pdf", "pepsico-8k-2023-05-05.pdf"])
+def test_every_row_like_line_lies_in_a_table(name: str) -> None:
+    # value_lines does not use the detector: a line with two column-gapped numbers outside every detected table
+    # is a table the detector missed (NETFLIX 10-K: notes tables with date and text columns, one-row MD&A
+    # tables under their own headers). Their text would otherwise land in a text chunk.
+    missed = []
+    with pymupdf.open(FIXTURES / name) as d:
+        for page in d:
+            words = page.get_text("words")
+            boxes = [t.bbox for t in find_table_regions(page, words)]
+            for (x0, y0, x1, y1), text in value_lines(words):
+                inside = any(x0 >= b[0] - 2 and y0 >= b[1] - 2 and x1 <= b[2] + 2 and y1 <= b[3] + 2 for b in boxes)
+                if not inside:
+                    missed.append(f"p{page.number + 1}: {text}")
+    assert missed == []
+
+
+def test_second_opinion_runs_only_where_rows_were_left(doc: pymupdf.Document, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise AssertionError("PyMuPDF's finder ran on a page without missed rows")
+
+    monkeypatch.setattr(pdf_tables, "find_tables_pymupdf", fail)
+    page = doc[BALANCE_SHEET_PAGE - 1]
+    assert [t.method for t in find_tables_checked(page)] == ["geometric"]
+
+
+@pytest.mark.slow
+def test_second_opinion_adds_a_missed_table(doc: pymupdf.Document, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Simulate a detector miss on the balance sheet: the rows are left outside every table, so PyMuPDF's finder runs.
+    monkeypatch.setattr(pdf_tables, "find_table_regions", lambda page, words=None: [])
+    tables = find_tables_checked(doc[BALANCE_SHEET_PAGE - 1])
+    assert [t.method for t in tables] == ["pymupdf"]
+    assert _row(tables[0].table, "Cash and cash equivalents")[1:] == ["1,093", "1,874", "840"]
+
+
+def test_labels_set_above_their_numbers() -> None:
+    # COCACOLA 10-K layout: each label (with a footnote digit) sits on its own line just above its numbers.
+    page_doc = pymupdf.open()
+    page = page_doc.new_page()
+    page.insert_text((300, 100), "2017", fontsize=9)
+    page.insert_text((380, 100), "2016", fontsize=9)
+    y = 100.0
+    for label, v1, v2 in [
+        ("Dividend yield1", "3.6%", "3.2%"),
+        ("Expected volatility2", "15.5%", "16.0%"),
+        ("Risk-free interest rate3", "2.2%", "1.5%"),
+    ]:
+        page.insert_text((50, y + 14), label, fontsize=9)
+        page.insert_text((300, y + 22), v1, fontsize=9)
+        page.insert_text((380, y + 22), v2, fontsize=9)
+        y += 20
+    tables = find_table_regions(page)
+    assert len(tables) == 1
+    assert tables[0].table.rows == [
+        ["", "2017", "2016"],
+        ["Dividend yield1", "3.6%", "3.2%"],
+        ["Expected volatility2", "15.5%", "16.0%"],
+        ["Risk-free interest rate3", "2.2%", "1.5%"],
+    ]
+    page_doc.close()
 
 
 def test_sentence_with_numbers_is_not_a_table() -> None:
