@@ -319,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ablate",
         action="append",
         default=[],
-        help="summary_tree|question_tree|flam|reranker|scope|statements (repeatable)",
+        help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements (repeatable)",
     )
     p.add_argument("--baseline", action="store_true", help="also run plain Haystack dense retrieval")
     p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")

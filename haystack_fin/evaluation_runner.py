@@ -27,7 +27,7 @@ from haystack_fin.core.evaluation import (
 
 logger = logging.getLogger(__name__)
 
-ABLATIONS = ("summary_tree", "question_tree", "flam", "reranker", "scope", "statements")
+ABLATIONS = ("summary_tree", "question_tree", "flat_candidates", "flam", "reranker", "scope", "statements")
 SETTINGS = ("single", "shared")
 RETRIEVE_K = 10  # mrr and @10 need ten passages
 
@@ -89,6 +89,8 @@ class HaystackFinRetrieval:
         retriever = self.pipe.get_component("retriever")
         retriever.use_summary_tree = "summary_tree" not in ablate
         retriever.use_question_tree = "question_tree" not in ablate
+        if "flat_candidates" in ablate:  # tree candidates only
+            retriever.flat_candidates_per_item = 0
         self.pipe.warm_up()
         # What a server does at start-up: embedded Qdrant filters by scanning the collection in Python (~1.7 s
         # per filing on a 40k-node index), so the per-filing tree caches are filled once before timing queries.

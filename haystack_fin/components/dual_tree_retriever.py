@@ -145,6 +145,7 @@ class DualTreeRetriever:
         cache_size: int = 64,
         statement_candidates: bool = True,
         lexicon_path: str | None = None,
+        flat_candidates_per_item: int = 5,
     ) -> None:
         """
         :param document_store: the haystack-fin index (chunks, summary, question and filing nodes in one store).
@@ -160,6 +161,10 @@ class DualTreeRetriever:
             (chunks with ``meta["statement"]``) of every filing searched, whichever Items the budgets name. Trees
             and embeddings rank a grid of numbers poorly; the statement's title is a surer guide.
         :param lexicon_path: lexicon JSON for the statement cues; default: the built-in lexicon.
+        :param flat_candidates_per_item: after the tree candidates, also return this many of the Item's best leaves
+            by flat BM25 + dense fusion that the trees did not reach (0: trees only). A beam can prune the branch
+            that holds the answer, and which branch that is moves with the clustering whenever a filing's chunks
+            change; the ranker then sees the best flat matches too.
         """
         for name, value in (
             ("beam_width", beam_width),
@@ -169,6 +174,10 @@ class DualTreeRetriever:
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(flat_candidates_per_item, int) or flat_candidates_per_item < 0:
+            raise ValueError(
+                f"flat_candidates_per_item must be a non-negative integer, got {flat_candidates_per_item!r}"
+            )
         self.document_store = document_store
         self.beam_width = beam_width
         self.top_k = top_k
@@ -178,6 +187,7 @@ class DualTreeRetriever:
         self.cache_size = cache_size
         self.statement_candidates = statement_candidates
         self.lexicon_path = lexicon_path
+        self.flat_candidates_per_item = flat_candidates_per_item
         self._lexicon: Lexicon | None = None
         self._store: Any = None
         self._cache: OrderedDict[str, _CachedFiling] = OrderedDict()
@@ -341,6 +351,7 @@ class DualTreeRetriever:
                 use_summary_tree=self.use_summary_tree,
                 use_question_tree=self.use_question_tree,
                 allowed_leaf_ids=allowed,
+                n_flat=self.flat_candidates_per_item,
             )
         return flat_search(tree, query, query_embedding, n, allowed, note="trees off")
 

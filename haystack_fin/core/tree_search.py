@@ -457,6 +457,7 @@ def beam_search(
     use_summary_tree: bool = True,
     use_question_tree: bool = True,
     allowed_leaf_ids: set[str] | None = None,
+    n_flat: int = 0,
 ) -> ItemSearchResult:
     """Search one Item with its summary tree (BM25) and question tree (dense), pool and fuse the leaves reached.
 
@@ -468,6 +469,9 @@ def beam_search(
     :param use_summary_tree: let the summary tree guide (ablation switch).
     :param use_question_tree: let the question tree guide (ablation switch).
     :param allowed_leaf_ids: when given, only these leaves may be returned (trees still guide).
+    :param n_flat: also return the best ``n_flat`` leaves of a flat fused ranking that the trees did not reach,
+        after the tree candidates. A beam can prune the branch holding the answer, and which branch that is moves
+        with the clustering whenever the Item's chunks change; this keeps the best flat matches in the pool.
     :returns: candidates best first with scores and root-to-leaf paths, plus what each tree visited. Falls back to
         ``flat_search`` when no usable tree is left (none indexed, both switched off, or no signal for either).
     """
@@ -516,6 +520,10 @@ def beam_search(
     if allowed_leaf_ids is not None:
         pooled = [row for row in pooled if tree.leaf_ids[row] in allowed_leaf_ids]
     candidates = _rank_leaves(tree, pooled, tokens, query_unit, n_candidates, paths)
+    if n_flat > 0:
+        taken = {c.leaf_id for c in candidates}
+        rows = [r for r in _allowed_rows(tree, allowed_leaf_ids) if tree.leaf_ids[r] not in taken]
+        candidates += _rank_leaves(tree, rows, tokens, query_unit, n_flat, {})
     mode: SearchMode = (
         "dual_tree" if run_summary and run_question else "summary_tree" if run_summary else "question_tree"
     )

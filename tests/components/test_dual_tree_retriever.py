@@ -119,11 +119,19 @@ class TestDualTreeRetriever:
             DualTreeRetriever(document_store=store, **{arg: 0})
 
     def test_to_dict_from_dict(self, store):
-        r = DualTreeRetriever(document_store=store, beam_width=2, top_k=4, use_question_tree=False, cache_size=8)
+        r = DualTreeRetriever(
+            document_store=store,
+            beam_width=2,
+            top_k=4,
+            use_question_tree=False,
+            cache_size=8,
+            flat_candidates_per_item=0,
+        )
         data = component_to_dict(r, "retriever")
         assert data["type"] == "haystack_fin.components.dual_tree_retriever.DualTreeRetriever"
         params = data["init_parameters"]
         assert params["beam_width"] == 2 and params["use_question_tree"] is False and params["cache_size"] == 8
+        assert params["flat_candidates_per_item"] == 0
         restored = component_from_dict(DualTreeRetriever, data, "retriever")
         assert component_to_dict(restored, "retriever") == data
         assert isinstance(restored.document_store, InMemoryDocumentStore)
@@ -136,7 +144,9 @@ class TestDualTreeRetriever:
         assert {d.meta["filing_id"] for d in docs} == {ACME, BETA}
         assert {d.meta["item"] for d in docs} == {"7"}
         per_filing = {fid: [d for d in docs if d.meta["filing_id"] == fid] for fid in (ACME, BETA)}
-        assert len(per_filing[ACME]) <= 10 and len(per_filing[BETA]) <= 15
+        # max(candidates_per_item, 3k) from the trees, plus the flat matches the trees did not reach
+        flat = r.flat_candidates_per_item
+        assert len(per_filing[ACME]) <= 10 + flat and len(per_filing[BETA]) <= 15 + flat
         assert {d.meta["budget_k"] for d in per_filing[ACME]} == {2}
         assert {d.meta["budget_k"] for d in per_filing[BETA]} == {5}
         top = docs[0]
@@ -220,9 +230,9 @@ class TestDualTreeRetriever:
         budgets = [{"filing_id": ACME, "item": "7", "k": 1}]
         # words point at chunk 5, the vector at chunk 14
         runs = {
-            (s, q): DualTreeRetriever(document_store=store, beam_width=1, use_summary_tree=s, use_question_tree=q).run(
-                query="pension", query_embedding=one_hot(14), budgets=budgets
-            )
+            (s, q): DualTreeRetriever(
+                document_store=store, beam_width=1, use_summary_tree=s, use_question_tree=q, flat_candidates_per_item=0
+            ).run(query="pension", query_embedding=one_hot(14), budgets=budgets)
             for s in (True, False)
             for q in (True, False)
         }
@@ -238,6 +248,19 @@ class TestDualTreeRetriever:
         assert chunk_id(ACME, "7", 14) in ids[(False, True)] and chunk_id(ACME, "7", 5) not in ids[(False, True)]
         assert {chunk_id(ACME, "7", 5), chunk_id(ACME, "7", 14)} <= ids[(True, True)]
         assert len(ids[(False, False)]) == 10  # flat: max(candidates_per_item, 3k) of all 16 chunks
+
+    def test_flat_candidates_recover_what_the_beam_pruned(self, store):
+        budgets = [{"filing_id": ACME, "item": "7", "k": 1}]
+        # The summary beam follows the words to chunk 5; the vector points at chunk 14, which it prunes.
+        r = DualTreeRetriever(document_store=store, beam_width=1, use_question_tree=False, flat_candidates_per_item=2)
+        out = r.run(query="pension", query_embedding=one_hot(14), budgets=budgets)
+        by_id = {d.id: d for d in out["documents"]}
+        assert chunk_id(ACME, "7", 5) in by_id and by_id[chunk_id(ACME, "7", 5)].meta["retrieval"]["trees"]
+        flat = by_id[chunk_id(ACME, "7", 14)]
+        assert flat.meta["retrieval"]["trees"] == []
+        assert [d.id for d in out["documents"]][-2:] == [
+            d.id for d in out["documents"] if not d.meta["retrieval"]["trees"]
+        ]
 
     def test_cache_hit_on_second_query(self, store):
         calls = count_filter_calls(store)
