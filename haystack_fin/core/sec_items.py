@@ -130,7 +130,8 @@ _ITEM_START = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _PART_HEADING = re.compile(r"^\s*PART\s+(IV|I{1,3})\b(?:\s*[.:\-–—]?\s*)(.{0,60})$", re.IGNORECASE)
-_TRAILING_PAGE = re.compile(r"(?:\s|\.{2,}|…)+(?:[A-Z]-)?\d{1,3}\s*$")
+# Matched only against a line's last few characters (see ``ends_with_page_number``).
+_PAGE_TAIL = re.compile(r"(?:[A-Z]-)?\d{1,3}\Z")
 _EXHIBIT_HEADING = re.compile(r"^\s*(?:EX(?:HIBIT)?[\s\-]*)(\d{1,3}(?:\.\d{1,2})?)\s*$", re.IGNORECASE)
 _MIN_TITLE_MATCH = 7
 # Many 10-Ks put the audited statements on F-pages after Item 15/16 and make Item 8 a one-line pointer to them.
@@ -219,9 +220,24 @@ def _candidates(elements: list[Element], catalog: tuple[ItemSpec, ...]) -> list[
     return found
 
 
+def ends_with_page_number(text: str) -> bool:
+    """A title followed by a page number: "... Operations 25", "... Statements .......... F-1", "Risk Factors…12".
+
+    Constant time in the line's length. The regular expression this replaces, ``(?:\s|\.{2,}|…)+\d{1,3}\s*$``,
+    could split a run of dots among its repetitions in exponentially many ways, so a dot leader that did not end
+    in a number hung the indexer.
+    """
+    tail = text.rstrip()
+    m = _PAGE_TAIL.search(tail, max(0, len(tail) - 5))
+    if m is None or m.start() == 0:
+        return False
+    before = tail[: m.start()]
+    return before[-1].isspace() or before[-1] == "…" or before.endswith("..")
+
+
 def _toc_like(c: _Candidate, elements: list[Element]) -> bool:
     """A TOC line: its title is followed by a page number, in the same element or as the next element."""
-    if _TRAILING_PAGE.search(c.title_end) and len(c.title_end.split()) <= 25:
+    if ends_with_page_number(c.title_end) and len(c.title_end.split()) <= 25:
         return True  # "Item 7. Management's Discussion ... 25"
     after = c.index + (2 if c.title_in_next else 1)
     return after < len(elements) and is_page_number(elements[after].text) and elements[after].kind == "text"
