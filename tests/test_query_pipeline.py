@@ -62,4 +62,4 @@ def test_query_pipeline_answers_with_citations(tmp_path, fixtures):
     passages = result["window"]["documents"]
     assert 1 <= len(passages) <= 5
     assert result["router"]["routing"]["budgets"]
-    assert pipeline_dict("query")["components"]["ranker"]["init_parameters"]["top_k"] == 10
+    assert pipeline_dict("query")["components"]["ranker"]["init_parameters"]["top_k"] == 20

@@ -108,7 +108,8 @@ class FlamRouter:
         :param document_store: the store holding the filing nodes (and the chunks the filters select).
         :param top_k: total budget split across filings and Items (>= 1).
         :param mode: Item weighting: "relative" (FinGEAR's relative frequency), "log" (damped: spreads the budget
-            over more Items) or "softmax" (of the relative scores, with ``temperature``).
+            over more Items), "softmax" (of the relative scores, with ``temperature``) or "uniform" (an equal share
+            for every Item with chunks, whatever the question: the FLAM ablation).
         :param temperature: softmax temperature (> 0); ignored by the other modes.
         :param lexicon_path: a lexicon JSON in the format of the built-in ``haystack_fin/data/lexicon.json``;
             default: the built-in lexicon.

@@ -53,7 +53,8 @@ from haystack_fin.core.sec_items import COVER_CODE, form_family
 logger = logging.getLogger(__name__)
 
 WeightMode = Literal["relative", "log", "softmax"]
-MODES: tuple[str, ...] = ("relative", "log", "softmax")
+# "uniform" ignores the question: every Item with chunks gets an equal share (the FLAM ablation).
+MODES: tuple[str, ...] = ("relative", "log", "softmax", "uniform")
 DEFAULT_MODE = "relative"
 DEFAULT_SMOOTHING = 10.0
 
@@ -175,6 +176,8 @@ def score_items(
     eligible = eligible_items(items, n_chunks)
     if not eligible:
         return ItemWeighting({item: 0.0 for item in items}, BASIS_UNIFORM)
+    if mode == "uniform":
+        return ItemWeighting(_normalized(dict.fromkeys(eligible, 1.0), items), BASIS_UNIFORM)
 
     cluster_idf: dict[str, float] = {}
     if idf:

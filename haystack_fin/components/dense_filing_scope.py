@@ -1,0 +1,87 @@
+import logging
+from collections import Counter
+from typing import Any
+
+from haystack import Document, component
+from haystack.document_stores.types import DocumentStore
+
+from haystack_fin.core import schema
+from haystack_fin.core.schema import NodeType
+from haystack_fin.store_registry import shared_store
+
+logger = logging.getLogger(__name__)
+
+_CHUNKS = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.CHUNK.value}
+
+
+def _nearest(store: Any, query_embedding: list[float], top_k: int) -> list[Document]:
+    # Document stores name their vector search differently; this covers Qdrant (local, server, Edge) and InMemory.
+    if hasattr(store, "_query_by_embedding"):
+        return store._query_by_embedding(query_embedding=query_embedding, filters=_CHUNKS, top_k=top_k)
+    if hasattr(store, "embedding_retrieval"):
+        return store.embedding_retrieval(query_embedding=query_embedding, filters=_CHUNKS, top_k=top_k)
+    raise TypeError(f"{type(store).__name__} has no embedding search (_query_by_embedding or embedding_retrieval)")
+
+
+@component
+class DenseFilingScope:
+    """Scopes a question to the filings of its nearest chunks in the whole index, most frequent first (ties: the
+    better-ranked chunk first).
+
+    This is the scope a flat RAG system has when it reads no filing metadata, which makes it the ablation of
+    ``FilingScope`` (``eval --ablate scope``). Its outputs match ``FilingScope``'s, so either feeds
+    ``FlamRouter.filing_ids``. Works with Qdrant stores and Haystack's InMemoryDocumentStore.
+
+    Usage example:
+    ```python
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+    from haystack_fin.components.dense_filing_scope import DenseFilingScope
+
+    scope = DenseFilingScope(document_store=InMemoryDocumentStore(), top_k=20, max_filings=3)
+    scope.run(query_embedding=[0.1] * 384)["filing_ids"]  # the filings of the 20 nearest chunks
+    ```
+    """
+
+    def __init__(self, document_store: DocumentStore, top_k: int = 20, max_filings: int = 3) -> None:
+        """
+        :param document_store: the store holding the chunks (``meta.node_type == "chunk"``, ``meta.filing_id``).
+        :param top_k: how many nearest chunks vote.
+        :param max_filings: at most this many filings.
+        """
+        for name, value in (("top_k", top_k), ("max_filings", max_filings)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.document_store = document_store
+        self.top_k = top_k
+        self.max_filings = max_filings
+        self._store: Any = None
+
+    def warm_up(self) -> None:
+        """Attach to the shared store instance (embedded Qdrant allows one client per folder)."""
+        if self._store is None:
+            self._store = shared_store(self.document_store)
+
+    @component.output_types(filing_ids=list[str], filters=dict[str, Any], scope=dict[str, Any])
+    def run(self, query_embedding: list[float], filing_ids: list[str] | None = None) -> dict[str, Any]:
+        """
+        :param query_embedding: the question's vector (the model that embedded the chunks).
+        :param filing_ids: an explicit scope chosen by the caller; it overrides the search when non-empty.
+        :returns: ``filing_ids`` (best first), ``filters`` on ``meta.filing_id`` (``{}`` when empty) and ``scope``,
+            the explanation (reason and per-filing chunk counts).
+        """
+        counts: Counter[str] = Counter()
+        if filing_ids:
+            ids, reason = list(dict.fromkeys(filing_ids)), "explicit filing ids"
+        else:
+            self.warm_up()
+            hits = _nearest(self._store, query_embedding, self.top_k)
+            first_rank: dict[str, int] = {}
+            for rank, doc in enumerate(hits):
+                fid = doc.meta.get(schema.FILING_ID)
+                if fid:
+                    counts[str(fid)] += 1
+                    first_rank.setdefault(str(fid), rank)
+            ids = sorted(counts, key=lambda f: (-counts[f], first_rank[f]))[: self.max_filings]
+            reason = f"filings of the {len(hits)} nearest chunks"
+        filters = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": ids} if ids else {}
+        return {"filing_ids": ids, "filters": filters, "scope": {"reason": reason, "chunks_per_filing": dict(counts)}}

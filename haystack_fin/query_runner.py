@@ -1,0 +1,172 @@
+"""The one query path: ``pipelines/query.yaml`` run with ``Pipeline.run``, for ``ask``, ``eval`` and the Python API.
+
+Ablations are edits of the pipeline's dict form before it is loaded (a component re-configured, replaced or
+removed, connections rewired), never hand calls of components, so what the benchmark measures is what ships.
+How many passages come back (``k``) and how many candidates are ranked are run-time inputs (Haystack's run-time
+override of ``top_k``); the YAML's values are the defaults.
+"""
+
+import copy
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from haystack import Document, Pipeline
+
+from haystack_fin.pipeline_loader import ALLOWED_MODULES, drop_components, pipeline_dict, strip_generation
+
+logger = logging.getLogger(__name__)
+
+ABLATIONS: tuple[str, ...] = (
+    "summary_tree",
+    "question_tree",
+    "flat_candidates",
+    "flam",
+    "reranker",
+    "scope",
+    "statements",
+)
+# Components whose top_k is the candidate count (what the ranker keeps before the window merges neighbours).
+CANDIDATE_COMPONENTS: tuple[str, ...] = ("router", "retriever", "ranker")
+# Components whose run-time outputs make up the trace.
+TRACE_COMPONENTS: tuple[str, ...] = ("scope", "router", "retriever", "ranker", "window")
+_DENSE_SCOPE = "haystack_fin.components.dense_filing_scope.DenseFilingScope"
+
+
+def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """The query pipeline dict with the named parts switched off (see ``ABLATIONS``); ``data`` is not changed."""
+    unknown = set(names) - set(ABLATIONS)
+    if unknown:
+        raise ValueError(f"unknown ablation(s) {sorted(unknown)}; choose from {ABLATIONS}")
+    data = copy.deepcopy(data)
+    components = data["components"]
+    retriever = components["retriever"]["init_parameters"]
+    if "summary_tree" in names:
+        retriever["use_summary_tree"] = False
+    if "question_tree" in names:
+        retriever["use_question_tree"] = False
+    if "flat_candidates" in names:  # tree candidates only
+        retriever["flat_candidates_per_item"] = 0
+    if "statements" in names:  # no statement blocks added, no statement prior in the ranker
+        retriever["statement_candidates"] = False
+        ranker = components["ranker"]["init_parameters"]
+        ranker["fallback_weights"] = {**(ranker.get("fallback_weights") or {}), "statement": 0.0}
+    if "flam" in names:  # every Item with chunks gets an equal share, whatever the question
+        components["router"]["init_parameters"]["mode"] = "uniform"
+    if "scope" in names:  # the filings of the nearest chunks, as flat RAG would pick them
+        scope = components["scope"]["init_parameters"]
+        components["scope"] = {
+            "type": _DENSE_SCOPE,
+            "init_parameters": {"document_store": scope["document_store"], "max_filings": scope.get("max_filings", 3)},
+        }
+        data["connections"].append({"sender": "embedder.embedding", "receiver": "scope.query_embedding"})
+    if "reranker" in names:  # the retriever's fused order goes straight to the window
+        data = drop_components(data, ("ranker",))
+        data["connections"].append({"sender": "retriever.documents", "receiver": "window.documents"})
+    return data
+
+
+@dataclass
+class QueryResult:
+    """What one question returns: passages (best first, with provenance in meta), the generated answer when the
+    pipeline generates, and each stage's trace."""
+
+    passages: list[Document]
+    answer: Any = None
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+class QueryRunner:
+    """Loads the query pipeline once and answers questions with ``Pipeline.run``.
+
+    Usage example:
+    ```python
+    from haystack_fin.query_runner import QueryRunner
+
+    runner = QueryRunner(store_path="./fin-index", generate=False)
+    result = runner.run("What was Best Buy's revenue in Q2 FY2024?", k=3)
+    for doc in result.passages:
+        print(doc.meta["filing_id"], doc.meta["item"], doc.meta["page_numbers"])
+    runner.close()
+    ```
+    """
+
+    def __init__(
+        self,
+        store_path: str | None = None,
+        qdrant_url: str | None = None,
+        index: str | None = None,
+        *,
+        pipeline: str = "query",
+        generate: bool = False,
+        ablations: set[str] | list[str] | tuple[str, ...] = (),
+    ) -> None:
+        """
+        :param store_path: embedded store folder (overrides the YAML's).
+        :param qdrant_url: Qdrant server URL (overrides ``store_path``).
+        :param index: collection name.
+        :param pipeline: "query" (the shipped YAML) or a path to a query YAML of the same shape.
+        :param generate: keep the prompt, LLM and answer components; False = retrieval only.
+        :param ablations: parts to switch off, see ``ABLATIONS``.
+        """
+        data = pipeline_dict(pipeline, store_path, qdrant_url, index)
+        if not generate:
+            data = strip_generation(data)
+        self.ablations = set(ablations)
+        self.data = ablate(data, self.ablations)
+        self.generate = generate and "llm" in self.data["components"]
+        self.pipe = Pipeline.from_dict(self.data, allowed_modules=ALLOWED_MODULES)
+
+    def inputs(
+        self, question: str, filing_ids: list[str] | None = None, k: int | None = None, candidates: int | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """The ``Pipeline.run`` inputs for a question: the question to every component that reads it, the explicit
+        scope, ``k`` to the window and ``candidates`` to the candidate stages (None = the YAML's values)."""
+        present = set(self.data["components"])
+        wanted: dict[str, dict[str, Any]] = {
+            "embedder": {"text": question},
+            "scope": {"filing_ids": list(filing_ids) if filing_ids else None},
+            "router": {"query": question},
+            "retriever": {"query": question},
+            "ranker": {"query": question},
+            "window": {},
+            "prompt_builder": {"query": question},
+            "answer_builder": {"query": question},
+        }
+        if self.data["components"].get("scope", {}).get("type") != _DENSE_SCOPE:
+            wanted["scope"]["query"] = question
+        if k is not None:
+            wanted["window"]["top_k"] = k
+        if candidates is not None:
+            for name in CANDIDATE_COMPONENTS:
+                wanted[name]["top_k"] = candidates
+        return {name: value for name, value in wanted.items() if name in present and value}
+
+    def run(
+        self, question: str, filing_ids: list[str] | None = None, k: int | None = None, candidates: int | None = None
+    ) -> QueryResult:
+        """Answer one question. ``k`` passages (default: the YAML's window ``top_k``)."""
+        for name, value in (("k", k), ("candidates", candidates)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        present = set(self.data["components"])
+        result = self.pipe.run(
+            self.inputs(question, filing_ids, k, candidates),
+            include_outputs_from={name for name in TRACE_COMPONENTS if name in present},
+        )
+        answers = result.get("answer_builder", {}).get("answers") or []
+        trace = {
+            "scope": result.get("scope", {}).get("scope"),
+            "routing": result.get("router", {}).get("routing"),
+            "retrieval": result.get("retriever", {}).get("trace"),
+            "rerank": result.get("ranker", {}).get("trace"),
+        }
+        return QueryResult(passages=result["window"]["documents"], answer=answers[0] if answers else None, trace=trace)
+
+    def close(self) -> None:
+        """Release the store (an embedded store folder admits one client)."""
+        from haystack_fin.store_registry import release_store
+
+        retriever = self.pipe.get_component("retriever")
+        release_store(retriever.document_store)
+        self.pipe.close()

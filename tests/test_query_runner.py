@@ -1,0 +1,142 @@
+from pathlib import Path
+
+import pytest
+from haystack import Document, Pipeline
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from haystack_fin.components.dense_filing_scope import DenseFilingScope
+from haystack_fin.pipeline_loader import ALLOWED_MODULES, pipeline_dict, strip_generation
+from haystack_fin.query_runner import ABLATIONS, QueryRunner, ablate
+
+
+def _query_dict() -> dict:
+    return strip_generation(pipeline_dict("query"))
+
+
+@pytest.mark.parametrize("name", ABLATIONS)
+def test_every_ablation_is_a_loadable_pipeline(name):
+    data = ablate(_query_dict(), {name})
+    pipe = Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
+    assert "window" in pipe.to_dict()["components"]
+
+
+def test_ablate_does_not_change_its_input():
+    data = _query_dict()
+    before = repr(data)
+    ablate(data, set(ABLATIONS))
+    assert repr(data) == before
+
+
+def test_ablations_are_configuration_edits():
+    data = ablate(_query_dict(), {"summary_tree", "question_tree", "flat_candidates", "flam", "statements"})
+    retriever = data["components"]["retriever"]["init_parameters"]
+    assert (retriever["use_summary_tree"], retriever["use_question_tree"]) == (False, False)
+    assert retriever["flat_candidates_per_item"] == 0 and retriever["statement_candidates"] is False
+    assert data["components"]["router"]["init_parameters"]["mode"] == "uniform"
+    assert data["components"]["ranker"]["init_parameters"]["fallback_weights"]["statement"] == 0.0
+
+
+def test_reranker_ablation_rewires_retriever_to_window():
+    data = ablate(_query_dict(), {"reranker"})
+    assert "ranker" not in data["components"]
+    assert {"sender": "retriever.documents", "receiver": "window.documents"} in data["connections"]
+    assert not any("ranker" in c["sender"] or "ranker" in c["receiver"] for c in data["connections"])
+
+
+def test_scope_ablation_uses_dense_scope_fed_by_the_embedder():
+    data = ablate(_query_dict(), {"scope"})
+    assert data["components"]["scope"]["type"].endswith("DenseFilingScope")
+    assert {"sender": "embedder.embedding", "receiver": "scope.query_embedding"} in data["connections"]
+
+
+def test_unknown_ablation_is_refused():
+    with pytest.raises(ValueError, match="unknown ablation"):
+        ablate(_query_dict(), {"bogus"})
+
+
+def test_runner_inputs_carry_k_and_candidates_as_run_time_values(tmp_path):
+    runner = QueryRunner(store_path=str(tmp_path / "idx"))
+    inputs = runner.inputs("What was revenue?", ["F1"], k=3, candidates=12)
+    assert inputs["window"] == {"top_k": 3}
+    assert {inputs[n]["top_k"] for n in ("router", "retriever", "ranker")} == {12}
+    assert inputs["scope"] == {"filing_ids": ["F1"], "query": "What was revenue?"}
+    assert "window" not in runner.inputs("q")  # no k: the YAML's top_k
+    with pytest.raises(ValueError, match="k must be"):
+        runner.run("q", k=0)
+
+
+class TestDenseFilingScope:
+    def _store(self) -> InMemoryDocumentStore:
+        store = InMemoryDocumentStore()
+        store.write_documents(
+            [
+                Document(content="a", embedding=[1.0, 0.0], meta={"node_type": "chunk", "filing_id": "A"}),
+                Document(content="b", embedding=[0.9, 0.1], meta={"node_type": "chunk", "filing_id": "B"}),
+                Document(content="c", embedding=[0.8, 0.2], meta={"node_type": "chunk", "filing_id": "B"}),
+                Document(content="f", embedding=[1.0, 0.0], meta={"node_type": "filing", "filing_id": "C"}),
+            ]
+        )
+        return store
+
+    def test_run_ranks_filings_by_nearest_chunk_votes(self):
+        scope = DenseFilingScope(document_store=self._store(), top_k=3, max_filings=2)
+        result = scope.run(query_embedding=[1.0, 0.0])
+        assert result["filing_ids"] == ["B", "A"]  # two chunks of B beat A's single nearer chunk; filing nodes skip
+        assert result["filters"] == {"field": "meta.filing_id", "operator": "in", "value": ["B", "A"]}
+
+    def test_explicit_filing_ids_win(self):
+        scope = DenseFilingScope(document_store=self._store())
+        assert scope.run(query_embedding=[1.0, 0.0], filing_ids=["A"])["filing_ids"] == ["A"]
+
+    def test_init_validates(self):
+        with pytest.raises(ValueError, match="top_k"):
+            DenseFilingScope(document_store=self._store(), top_k=0)
+
+
+@pytest.fixture(scope="module")
+def bestbuy_store(tmp_path_factory) -> str:
+    from haystack_fin.pipeline_loader import load_pipeline
+
+    store = str(tmp_path_factory.mktemp("query-runner") / "idx")
+    fixture = Path(__file__).parent / "fixtures" / "bestbuy-10q-2023-07-29.pdf"
+    indexing = load_pipeline("indexing", store_path=store)
+    try:
+        indexing.run({"converter": {"sources": [str(fixture)], "meta": {"filing_id": "BBY"}}})
+    finally:
+        indexing.close()
+    return store
+
+
+QUESTION = "What was Best Buy's revenue in the second quarter of fiscal 2024?"
+
+
+@pytest.mark.integration
+def test_eval_and_ask_return_the_same_passages(bestbuy_store, capsys):
+    import json
+
+    from haystack_fin.cli import main
+    from haystack_fin.evaluation_runner import HaystackFinRetrieval
+
+    fin = HaystackFinRetrieval(bestbuy_store, None, set(), top_k=5)
+    try:
+        from_eval = [(d.meta["filing_id"], d.meta["page_numbers"], d.content) for d in fin.retrieve(QUESTION, ["BBY"])]
+    finally:
+        fin.close()
+    capsys.readouterr()
+    assert main(["ask", QUESTION, "--store", bestbuy_store, "--filing", "BBY", "--no-llm", "--json", "-k", "5"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    from_ask = [(p["filing_id"], p["pages"], p["text"]) for p in out["passages"]]
+    assert from_eval and from_ask == from_eval
+    assert out["trace"]["generation"] == "skipped: --no-llm"
+
+
+@pytest.mark.integration
+def test_top_passages_do_not_depend_on_k(bestbuy_store):
+    runner = QueryRunner(store_path=bestbuy_store)
+    try:
+        three = [d.id for d in runner.run(QUESTION, k=3).passages]
+        ten = [d.id for d in runner.run(QUESTION, k=10).passages]
+    finally:
+        runner.close()
+    assert len(three) == 3 and len(ten) > 3
+    assert ten[:3] == three
