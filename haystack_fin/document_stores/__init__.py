@@ -1,0 +1,1 @@
+"""Document stores shipped with haystack-fin."""
