@@ -14,7 +14,7 @@ $(BIN)/haystack-fin: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# CPU torch first, pinned: an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev,trees,serve]"
+	$(BIN)/pip install -q -e ".[dev,trees,serve,ocr]"
 	touch $@
 
 setup: $(BIN)/haystack-fin

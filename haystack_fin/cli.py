@@ -3,8 +3,10 @@
 import argparse
 import json
 import logging
+import math
 import os
 import sys
+import traceback
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,15 +23,41 @@ _FILING_SUFFIXES = (".pdf", ".htm", ".html", ".xhtml", ".gz")
 _INT_FIELDS = {"fiscal_year", "fiscal_quarter"}
 
 
-def _parse_meta(pairs: list[str]) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"error: --meta expects key=value, got {pair!r}")
-        key = key.strip()
-        meta[key] = int(value) if key in _INT_FIELDS and value.strip().isdigit() else value.strip()
-    return meta
+# argparse ``type=`` validators: a bad value is an argparse error (usage, one line, exit 2), not a traceback from
+# deep inside a pipeline run ("-k 0" used to surface as a PipelineRuntimeError saying "got -2").
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value < 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or a positive number of seconds, got {text}")
+    return value
+
+
+def _cutoffs(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(_positive_int(part.strip()) for part in text.split(","))
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r} ({exc})") from None
+
+
+def _meta_pair(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    key = key.strip()
+    return key, int(value) if key in _INT_FIELDS and value.strip().isdigit() else value.strip()
 
 
 def _expand(paths: Iterable[str]) -> list[Path]:
@@ -49,43 +77,45 @@ def _store_from_args(args: argparse.Namespace) -> Any:
     return indexing_store(args.store, args.qdrant_url, args.index)
 
 
-def cmd_index(args: argparse.Namespace) -> int:
-    from haystack.core.errors import PipelineRuntimeError
-    from tqdm import tqdm
+def _check_store(args: argparse.Namespace, data: dict[str, Any], *, create: bool) -> None:
+    """Fail before any parsing or model loading when the store cannot be used (raises StoreError naming
+    ``--store`` as given). A Qdrant server is checked by its first request."""
+    from haystack_fin.store_check import check_pipeline_stores
 
-    from haystack_fin.pipeline_loader import load_pipeline
+    if not args.qdrant_url:
+        check_pipeline_stores(data, args.store, create=create)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from haystack_fin.indexing_runner import index_filings
+    from haystack_fin.pipeline_loader import pipeline_dict
 
     files = _expand(args.paths)
     if not files:
         print("error: no filings found in the given paths", file=sys.stderr)
         return 2
-    meta = _parse_meta(args.meta or [])
+    meta = dict(args.meta or [])
     if meta.get("filing_id") and len(files) > 1:
         print("error: --meta filing_id=... names one filing; give one path", file=sys.stderr)
         return 2
-    pipe = load_pipeline(args.pipeline or "indexing", args.store, args.qdrant_url, args.index)
-    failures: list[str] = []
-    n_chunks = 0
-    try:
-        for path in tqdm(files, desc="Indexing", unit="filing", disable=args.quiet):
-            try:
-                result = pipe.run({"converter": {"sources": [str(path)], "meta": meta}})
-            except PipelineRuntimeError as exc:
-                cause = exc.__cause__ or exc
-                failures.append(f"{path}: {type(cause).__name__}: {cause}".splitlines()[0])
-                continue
-            failures.extend(f["error"] for f in result.get("converter", {}).get("failures", []))
-            n_chunks += result.get("writer", {}).get("documents_written", 0)
-    finally:
-        pipe.close()
-    for line in failures:
+    data = pipeline_dict(args.pipeline or "indexing", args.store, args.qdrant_url, args.index)
+    _check_store(args, data, create=True)
+    report = index_filings(
+        [str(f) for f in files],
+        data,
+        meta,
+        timeout_s=args.timeout or None,
+        workers=args.workers,
+        quiet=args.quiet,
+    )
+    for line in report.failures:
         print(f"error: {line}", file=sys.stderr)
     if not args.quiet:
         print(
-            f"indexed {len(files) - len(failures)} of {len(files)} filing(s), {n_chunks} node(s) written",
+            f"indexed {report.n_ok} of {len(files)} filing(s), {report.nodes_written} node(s) written",
             file=sys.stderr,
         )
-    return 1 if failures else 0
+    return 1 if report.n_failed else 0
 
 
 def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, Any]]:
@@ -122,6 +152,9 @@ def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, 
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from haystack_fin.pipeline_loader import pipeline_dict
+
+    _check_store(args, pipeline_dict("indexing", args.store, args.qdrant_url, args.index), create=args.create)
     store = _store_from_args(args)
     try:
         profiles = filing_profiles(store, args.filing)
@@ -167,54 +200,40 @@ def _passage(doc: Any) -> dict[str, Any]:
 
 
 def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Run pipelines/query.yaml (without generation when Ollama is not reachable) and collect the trace."""
+    """Run pipelines/query.yaml through ``QueryRunner`` (the eval's path too; without generation when Ollama is not
+    reachable) and collect the trace. ``-k`` is the window's run-time ``top_k``: the candidates stay the YAML's, so
+    the first passages do not depend on ``-k``."""
     from haystack_fin.core import schema
-    from haystack_fin.pipeline_loader import load_pipeline, pipeline_dict, strip_generation
+    from haystack_fin.pipeline_loader import pipeline_dict
+    from haystack_fin.query_runner import QueryRunner
 
     data = pipeline_dict("query", args.store, args.qdrant_url, args.index)
     llm_url = data["components"].get("llm", {}).get("init_parameters", {}).get("url", "http://localhost:11434")
     generate = not args.no_llm and _ollama_reachable(llm_url)
-    pipe = load_pipeline(
-        "query", args.store, args.qdrant_url, args.index, transform=None if generate else strip_generation
-    )
-    for name in ("router", "retriever", "ranker"):
-        pipe.get_component(name).top_k = 2 * args.k  # candidates; hits inside a better hit's window are skipped
-    pipe.get_component("window").top_k = args.k
-    inputs: dict[str, Any] = {
-        "embedder": {"text": question},
-        "scope": {"query": question, "filing_ids": [args.filing] if args.filing else None},
-        "router": {"query": question},
-        "retriever": {"query": question},
-        "ranker": {"query": question},
-    }
-    if generate:
-        inputs.update({"prompt_builder": {"query": question}, "answer_builder": {"query": question}})
+    runner = QueryRunner(args.store, args.qdrant_url, args.index, generate=generate)
     try:
-        result = pipe.run(inputs, include_outputs_from={"scope", "router", "retriever", "ranker", "window"})
+        result = runner.run(question, [args.filing] if args.filing else None, k=args.k)
     finally:
-        from haystack_fin.store_registry import release_store
-
-        release_store(pipe.get_component("retriever").document_store)
-    answer = None
-    if generate and result.get("answer_builder", {}).get("answers"):
-        answer = result["answer_builder"]["answers"][0].data
+        runner.close()
+    if args.no_llm:
+        generation = "skipped: --no-llm"
+    else:
+        generation = "ollama" if generate else f"skipped: Ollama not reachable at {llm_url}"
     return {
-        "answer": answer,
-        "passages": [_passage(d) for d in result["window"]["documents"]],
+        "answer": result.answer.data if result.answer is not None else None,
+        "passages": [_passage(d) for d in result.passages],
         "trace": {
-            "generation": "ollama" if generate else f"skipped: Ollama not reachable at {llm_url}",
-            "scope": result["scope"]["scope"],
-            "routing": result["router"]["routing"],
-            "retrieval": result["retriever"]["trace"],
-            "rerank": result["ranker"]["trace"],
-            "tree_paths": {
-                d.id: d.meta.get(schema.RETRIEVAL, {}).get("tree_paths") for d in result["window"]["documents"]
-            },
+            "generation": generation,
+            **result.trace,
+            "tree_paths": {d.id: d.meta.get(schema.RETRIEVAL, {}).get("tree_paths") for d in result.passages},
         },
     }
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from haystack_fin.pipeline_loader import pipeline_dict
+
+    _check_store(args, pipeline_dict("query", args.store, args.qdrant_url, args.index), create=args.create)
     out = ask(args.question, args)
     if args.json:
         print(json.dumps(out, indent=2, default=str))
@@ -243,13 +262,18 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from haystack_fin.evaluation_runner import run_financebench
+    from haystack_fin.pipeline_loader import pipeline_dict
 
-    ks = tuple(int(k) for k in args.k.split(","))
+    ks = args.k
     store = args.store
     if store is None and args.qdrant_url is None:
         import tempfile
 
         store = tempfile.mkdtemp(prefix="haystack-fin-eval-")
+    if args.qdrant_url is None:
+        from haystack_fin.store_check import check_pipeline_stores
+
+        check_pipeline_stores(pipeline_dict("indexing", store), store, create=True)
     result = run_financebench(
         args.questions,
         args.pdfs,
@@ -260,6 +284,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         ablate=args.ablate,
         baseline=args.baseline,
         quiet=args.quiet,
+        timeout_s=args.timeout or None,
+        workers=args.workers,
     )
     Path(args.out).write_text(json.dumps(result, indent=2))
     overall = result["overall"]
@@ -279,6 +305,19 @@ def _add_store_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", default=None, help="collection name (default haystack_fin)")
 
 
+def _add_indexing_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=600,
+        metavar="SECONDS",
+        help="stop parsing a filing after this long and go on with the next (default 600; 0 = no limit)",
+    )
+    parser.add_argument(
+        "--workers", type=_positive_int, default=1, metavar="N", help="parse worker processes (default 1)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="haystack-fin", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -287,8 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="index filings (PDF or EDGAR HTML) into the store")
     p.add_argument("paths", nargs="+", help="filing files or folders")
     _add_store_args(p)
-    p.add_argument("--meta", action="append", metavar="KEY=VALUE", help="metadata override, repeatable")
+    p.add_argument(
+        "--meta", action="append", type=_meta_pair, metavar="KEY=VALUE", help="metadata override, repeatable"
+    )
     p.add_argument("--pipeline", default=None, help="indexing YAML to use instead of the shipped one")
+    _add_indexing_args(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     p.set_defaults(func=cmd_index)
 
@@ -296,16 +338,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_args(p)
     p.add_argument("--filing", default=None, help="only this filing id")
     p.add_argument("--json", action="store_true", help="print the JSON contract")
+    p.add_argument("--create", action="store_true", help="create the store if it does not exist (it lists nothing)")
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("ask", help="ask a question: cited answer (Ollama) or cited passages")
     p.add_argument("question")
     _add_store_args(p)
     p.add_argument("--filing", default=None, help="restrict to this filing id (skips automatic scoping)")
-    p.add_argument("-k", type=int, default=5, help="passages to return")
+    p.add_argument("-k", type=_positive_int, default=5, help="passages to return")
     p.add_argument("--explain", action="store_true", help="show scope, Item routing and tree paths")
     p.add_argument("--no-llm", action="store_true", help="do not call the generator even if Ollama is up")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--create", action="store_true", help="create the store if it does not exist (it finds nothing)")
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("eval", help="benchmarks")
@@ -314,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", required=True, help="FinanceBench-format JSONL")
     p.add_argument("--pdfs", required=True, help="folder with DOC_NAME.pdf for every question's doc_name")
     p.add_argument("--setting", choices=["single", "shared"], default="single")
-    p.add_argument("--k", default="1,3,5,10", help="comma-separated cut-offs")
+    p.add_argument("--k", type=_cutoffs, default=(1, 3, 5, 10), help="comma-separated cut-offs (default 1,3,5,10)")
     p.add_argument(
         "--ablate",
         action="append",
@@ -325,9 +369,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
     p.add_argument("--qdrant-url", default=None)
     p.add_argument("--out", required=True, help="result JSON")
+    _add_indexing_args(p)
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=cmd_eval)
     return parser
+
+
+def _stdout_to_devnull() -> None:
+    """After a closed pipe (``inspect | head``): point stdout at /dev/null so that the interpreter's final flush
+    does not raise again (the recipe of the Python docs, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (captured in tests)
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -335,7 +390,23 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
     )
-    return int(args.func(args))
+    try:
+        code = int(args.func(args))
+        sys.stdout.flush()  # a reader that went away shows up here at the latest
+        return code
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 141  # 128 + SIGPIPE: what a POSIX tool killed by the closed pipe reports
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from haystack_fin.store_check import error_line
+
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {error_line(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from haystack import Document, Pipeline
+from haystack import Document
 from tqdm import tqdm
 
 from haystack_fin.core import schema
@@ -24,10 +24,10 @@ from haystack_fin.core.evaluation import (
     percentile,
     score_question,
 )
+from haystack_fin.query_runner import ABLATIONS
 
 logger = logging.getLogger(__name__)
 
-ABLATIONS = ("summary_tree", "question_tree", "flat_candidates", "flam", "reranker", "scope", "statements")
 SETTINGS = ("single", "shared")
 RETRIEVE_K = 10  # mrr and @10 need ten passages
 
@@ -69,103 +69,27 @@ def _score(
 
 
 class HaystackFinRetrieval:
-    """The retrieval half of pipelines/query.yaml, with ablation switches, over an existing index."""
+    """pipelines/query.yaml without generation, run through ``QueryRunner`` (the path ``ask`` and the API take),
+    with ablations as edits of the pipeline dict."""
 
     def __init__(self, store_path: str | None, qdrant_url: str | None, ablate: set[str], top_k: int = RETRIEVE_K):
-        from haystack_fin.pipeline_loader import load_pipeline, strip_generation
+        from haystack_fin.query_runner import QueryRunner
 
-        def configure(data: dict[str, Any]) -> dict[str, Any]:
-            data = strip_generation(data)
-            if "statements" in ablate:  # no statement blocks added, no statement prior in the ranker
-                components = data["components"]
-                components["retriever"]["init_parameters"]["statement_candidates"] = False
-                ranker = components["ranker"]["init_parameters"]
-                ranker["fallback_weights"] = {**(ranker.get("fallback_weights") or {}), "statement": 0.0}
-            return data
-
-        self.pipe: Pipeline = load_pipeline("query", store_path, qdrant_url, transform=configure)
+        self.runner = QueryRunner(store_path, qdrant_url, ablations=ablate)
         self.ablate = ablate
         self.top_k = top_k
-        retriever = self.pipe.get_component("retriever")
-        retriever.use_summary_tree = "summary_tree" not in ablate
-        retriever.use_question_tree = "question_tree" not in ablate
-        if "flat_candidates" in ablate:  # tree candidates only
-            retriever.flat_candidates_per_item = 0
-        self.pipe.warm_up()
+        self.runner.pipe.warm_up()
         # What a server does at start-up: embedded Qdrant filters by scanning the collection in Python (~1.7 s
         # per filing on a 40k-node index), so the per-filing tree caches are filled once before timing queries.
         t0 = time.perf_counter()
-        self.preloaded = retriever.preload()
+        self.preloaded = self.runner.pipe.get_component("retriever").preload()
         self.preload_s = time.perf_counter() - t0
 
     def close(self) -> None:
-        from haystack_fin.store_registry import release_store
-
-        release_store(self.pipe.get_component("retriever").document_store)
+        self.runner.close()
 
     def retrieve(self, question: str, filing_ids: list[str] | None) -> list[Document]:
-        p = self.pipe
-        embedding = p.get_component("embedder").run(text=question)["embedding"]
-        if filing_ids is None and "scope" not in self.ablate:
-            filing_ids = p.get_component("scope").run(query=question)["filing_ids"]
-        elif filing_ids is None:
-            filing_ids = self._dense_scope(embedding)
-        # FLAM's budget is the number of candidates the ranker keeps (stage 1 keeps k_i per Item); the window
-        # then merges neighbours, so twice the passages wanted are ranked.
-        k_candidates = 2 * self.top_k
-        if "flam" in self.ablate:
-            budgets = self._uniform_budgets(filing_ids, k_candidates)
-        else:
-            budgets = p.get_component("router").run(query=question, filing_ids=filing_ids, top_k=k_candidates)[
-                "budgets"
-            ]
-        docs = p.get_component("retriever").run(
-            query=question, query_embedding=embedding, budgets=budgets, top_k=k_candidates
-        )["documents"]
-        if "reranker" in self.ablate:
-            ranked = sorted(docs, key=lambda d: -(d.score or 0.0))[: 2 * self.top_k]
-        else:
-            ranked = p.get_component("ranker").run(
-                query=question, documents=docs, query_embedding=embedding, top_k=2 * self.top_k
-            )["documents"]
-        return p.get_component("window").run(documents=ranked, top_k=self.top_k)["documents"]
-
-    def _uniform_budgets(self, filing_ids: list[str], k: int) -> list[dict[str, Any]]:
-        """FLAM ablated: every Item with chunks gets an equal share (at least one candidate slot)."""
-        from haystack_fin.store_registry import shared_store
-
-        store = shared_store(self.pipe.get_component("router").document_store)
-        nodes = store.filter_documents(
-            {
-                "operator": "AND",
-                "conditions": [
-                    {"field": "meta.node_type", "operator": "==", "value": "filing"},
-                    {"field": "meta.filing_id", "operator": "in", "value": list(filing_ids)},
-                ],
-            }
-        )
-        budgets = []
-        for node in nodes:
-            fid = node.meta[schema.FILING_ID]
-            items = [it["item"] for it in (node.meta.get(schema.ITEMS) or []) if it["n_chunks"] > 0]
-            for item in dict.fromkeys(items):
-                budgets.append({"filing_id": fid, "item": item, "k": max(1, k // max(1, len(items))), "weight": 0.0})
-        return budgets
-
-    def _dense_scope(self, embedding: list[float]) -> list[str]:
-        """Scope ablated: the filings of the 20 nearest chunks in the whole index, by frequency."""
-        from haystack_integrations.components.retrievers.qdrant import QdrantEmbeddingRetriever
-
-        from haystack_fin.store_registry import shared_store
-
-        store = shared_store(self.pipe.get_component("retriever").document_store)
-        hits = QdrantEmbeddingRetriever(document_store=store, top_k=20).run(
-            query_embedding=embedding, filters={"field": "meta.node_type", "operator": "==", "value": "chunk"}
-        )["documents"]
-        counts: dict[str, int] = {}
-        for d in hits:
-            counts[d.meta[schema.FILING_ID]] = counts.get(d.meta[schema.FILING_ID], 0) + 1
-        return sorted(counts, key=lambda f: -counts[f])[:3]
+        return self.runner.run(question, filing_ids, k=self.top_k).passages
 
 
 class PlainHaystackBaseline:
@@ -221,36 +145,31 @@ def _indexed_filings(store_path: str | None, qdrant_url: str | None) -> set[str]
 
 
 def index_filings(
-    pdfs: list[Path], store_path: str | None, qdrant_url: str | None, quiet: bool
+    pdfs: list[Path],
+    store_path: str | None,
+    qdrant_url: str | None,
+    quiet: bool,
+    timeout_s: float | None = 600,
+    workers: int = 1,
 ) -> tuple[float | None, list[str]]:
-    """Index the PDFs not yet in the store (filing id = PDF stem). Returns (ms per page or None, failures)."""
-    from haystack_fin.pipeline_loader import load_pipeline
+    """Index the PDFs not yet in the store (filing id = PDF stem) through the indexing runner (parse stage in
+    workers with ``timeout_s`` per filing). Returns (ms per page of the filings written, or None; failures)."""
+    from haystack_fin import indexing_runner
+    from haystack_fin.pipeline_loader import pipeline_dict
 
     present = _indexed_filings(store_path, qdrant_url)
     todo = [p for p in pdfs if p.stem not in present]
     if not todo:
         return None, []
-    pipe = load_pipeline("indexing", store_path, qdrant_url)
-    failures: list[str] = []
-    pages = 0
-    t0 = time.perf_counter()
-    try:
-        for pdf in tqdm(todo, desc="Indexing", unit="filing", disable=quiet):
-            result = pipe.run({"converter": {"sources": [str(pdf)], "meta": {schema.FILING_ID: pdf.stem}}})
-            failures += [f["error"] for f in result["converter"]["failures"]]
-            if result["writer"]["documents_written"]:
-                pages += _n_pages(pdf)
-    finally:
-        pipe.close()
-    elapsed = time.perf_counter() - t0
-    return (1000 * elapsed / pages if pages else None), failures
-
-
-def _n_pages(pdf: Path) -> int:
-    import pymupdf
-
-    with pymupdf.open(pdf) as doc:
-        return doc.page_count
+    report = indexing_runner.index_filings(
+        [str(p) for p in todo],
+        pipeline_dict("indexing", store_path, qdrant_url),
+        [{schema.FILING_ID: p.stem} for p in todo],
+        timeout_s=timeout_s,
+        workers=workers,
+        quiet=quiet,
+    )
+    return (1000 * report.seconds / report.pages if report.pages else None), report.failures
 
 
 def run_financebench(
@@ -264,8 +183,11 @@ def run_financebench(
     baseline: bool = False,
     model: str = "all-MiniLM-L6-v2",
     quiet: bool = False,
+    timeout_s: float | None = 600,
+    workers: int = 1,
 ) -> dict[str, Any]:
-    """Run the benchmark and return the contract JSON as a dict."""
+    """Run the benchmark and return the contract JSON as a dict (``timeout_s``/``workers``: see
+    ``indexing_runner.index_filings``)."""
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {SETTINGS}, got {setting!r}")
     ablated = set(ablate or [])
@@ -278,7 +200,7 @@ def run_financebench(
     missing = [str(p) for p in pdfs if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"PDFs named by the questions are missing: {', '.join(missing)}")
-    index_ms, failures = index_filings(pdfs, store_path, qdrant_url, quiet)
+    index_ms, failures = index_filings(pdfs, store_path, qdrant_url, quiet, timeout_s=timeout_s, workers=workers)
     if failures:
         logger.error("Indexing failures: %s", failures)
 

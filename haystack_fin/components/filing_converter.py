@@ -72,7 +72,13 @@ class FilingConverter:
     ```
     """
 
-    def __init__(self, formats: list[str] | None = None, table_finder: str = "hybrid", extract_images: bool = True):
+    def __init__(
+        self,
+        formats: list[str] | None = None,
+        table_finder: str = "hybrid",
+        extract_images: bool = True,
+        ocr: bool = True,
+    ):
         """
         :param formats: accepted formats, any of "pdf" and "html" (default both).
         :param table_finder: PDF tables: "hybrid" (default: the fast geometric detector, with PyMuPDF's table
@@ -80,6 +86,8 @@ class FilingConverter:
             "layout" (the geometric detector alone), "pymupdf" (PyMuPDF's table finder on every page that may hold
             a table; several times slower) or "none".
         :param extract_images: emit image elements (PDF images with bbox and nearby caption text).
+        :param ocr: OCR PDF pages without a text layer (scans; needs the ``[ocr]`` extra, without which such a page
+            fails the file with one line naming the extra). False leaves those pages empty.
         """
         formats = list(formats) if formats is not None else list(_FORMATS)
         unknown = [f for f in formats if f not in _FORMATS]
@@ -90,10 +98,15 @@ class FilingConverter:
         self.formats = formats
         self.table_finder = table_finder
         self.extract_images = extract_images
+        self.ocr = ocr
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
-            self, formats=self.formats, table_finder=self.table_finder, extract_images=self.extract_images
+            self,
+            formats=self.formats,
+            table_finder=self.table_finder,
+            extract_images=self.extract_images,
+            ocr=self.ocr,
         )
 
     @classmethod
@@ -124,7 +137,13 @@ class FilingConverter:
         if fmt not in self.formats:
             raise FilingParseError(name, f"{fmt.upper()} input is not enabled for this converter")
         if fmt == "pdf":
-            return parse_pdf_filing(name, data=data, table_finder=self.table_finder, extract_images=self.extract_images)  # type: ignore[arg-type]
+            return parse_pdf_filing(
+                name,
+                data=data,
+                table_finder=self.table_finder,  # type: ignore[arg-type]
+                extract_images=self.extract_images,
+                ocr=self.ocr,
+            )
         return parse_html_filing(name, data=data)
 
     def to_document(self, parsed: ParsedFiling, meta: dict[str, Any] | None = None) -> Document:
@@ -175,6 +194,10 @@ class FilingConverter:
                     if isinstance(source, ByteStream)
                     else str(source)
                 )
-                logger.exception("Unexpected error converting %s", name)
-                failures.append({"source": name, "error": f"{name}: unexpected {type(exc).__name__}: {exc}"})
+                error = f"{name}: unexpected {type(exc).__name__}: {exc}"
+                # One line like any other bad file (a damaged PDF raises RuntimeError from PyMuPDF); the traceback
+                # is for debugging only.
+                logger.warning("Skipping %s", (error.splitlines() or [error])[0])
+                logger.debug("Traceback of the unexpected error converting %s", name, exc_info=True)
+                failures.append({"source": name, "error": error})
         return {"documents": documents, "failures": failures}

@@ -221,6 +221,11 @@ class FilingSplitter:
             schema.INDEX_RUN: run_id,
             schema.CONTEXT: _context(meta, rec),
         }
+        if rec.ocr:
+            chunk_meta[schema.OCR] = True
+            chunk_meta[schema.OCR_CONFIDENCE] = rec.ocr_confidence
+            key = schema.OCR_SUSPECT_CELLS if rec.table is not None else schema.OCR_SUSPECT_NUMBERS
+            chunk_meta[key] = [list(s) for s in rec.ocr_suspects]
         if rec.table is not None:
             chunk_meta[schema.TABLE_JSON] = rec.table
             chunk_meta["table_block"] = rec.table_block

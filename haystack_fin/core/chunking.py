@@ -19,6 +19,8 @@ class Paragraph:
     pages: list[int]
     section_path: list[str]
     is_heading: bool = False
+    ocr: bool = False  # read by OCR from a scanned page
+    ocr_confidence: float | None = None
 
 
 @dataclass
@@ -27,6 +29,8 @@ class TextChunk:
     pages: list[int]
     section_path: list[str]
     n_tokens: int = 0
+    ocr: bool = False  # some of its text was read by OCR
+    ocr_confidence: float | None = None  # mean over its OCR'd text, weighted by length
 
 
 @dataclass
@@ -38,17 +42,32 @@ class _Piece:
     para_start: bool = False
     is_heading: bool = False
     overlap: bool = field(default=False)
+    ocr: bool = False
+    ocr_confidence: float | None = None
 
 
 def _split_long(text: str, budget: int, count: Callable[[str], int]) -> list[str]:
     words = text.split()
     out: list[str] = []
     current: list[str] = []
+    # The default counter's pre-tokens never span whitespace, so a run of words costs the sum of its words: a running
+    # total replaces re-counting the whole run at every word (O(words x budget), minutes on a 2 MB line of ". . .").
+    # Any other counter is asked about the joined run, as before.
+    additive = count is estimate_tokens
+    costs: dict[str, int] = {}  # words repeat (". . ." runs, numbers, "the"): count each distinct word once
+    total = 0
     for word in words:
-        if current and count(" ".join([*current, word])) > budget:
+        cost = 0
+        if additive:
+            cost = costs.get(word, -1)
+            if cost < 0:
+                cost = costs[word] = count(word)
+        if current and (total + cost if additive else count(" ".join([*current, word]))) > budget:
             out.append(" ".join(current))
             current = []
+            total = 0
         current.append(word)
+        total += cost
     if current:
         out.append(" ".join(current))
     return out
@@ -62,9 +81,26 @@ def _pieces(paragraphs: list[Paragraph], budget: int, count: Callable[[str], int
         for sentence in sentences:
             parts = [sentence] if count(sentence) <= budget else _split_long(sentence, budget, count)
             for part in parts:
-                pieces.append(_Piece(part, para.pages, count(part), para.section_path, first, para.is_heading))
+                pieces.append(
+                    _Piece(
+                        part,
+                        para.pages,
+                        count(part),
+                        para.section_path,
+                        first,
+                        para.is_heading,
+                        ocr=para.ocr,
+                        ocr_confidence=para.ocr_confidence,
+                    )
+                )
                 first = False
     return pieces
+
+
+def _ocr_of(pieces: list[_Piece]) -> tuple[bool, float | None]:
+    parts = [(p.ocr_confidence, len(p.text)) for p in pieces if p.ocr and p.ocr_confidence is not None]
+    total = sum(n for _, n in parts)
+    return any(p.ocr for p in pieces), (sum(c * n for c, n in parts) / total if total else None)
 
 
 def _render(pieces: list[_Piece]) -> str:
@@ -107,18 +143,26 @@ def chunk_paragraphs(
         own = [p for p in current if not p.overlap]
         if own and (not all(p.is_heading for p in own) or not chunks):
             pages = sorted({pg for p in current for pg in p.pages})
-            chunks.append(TextChunk(_render(current), pages, own[0].section_path, size))
+            ocr, confidence = _ocr_of(current)
+            chunks.append(TextChunk(_render(current), pages, own[0].section_path, size, ocr, confidence))
         elif own and chunks:
             # A trailing heading with no text after it is kept with the previous chunk's pages, not dropped.
             last = chunks[-1]
             last.text += "\n" + _render(own)
+            if any(p.ocr for p in own) and not last.ocr:
+                last.ocr, last.ocr_confidence = _ocr_of(own)
         carry: list[_Piece] = []
         if keep_overlap and overlap_tokens:
             total = 0
             for p in reversed(own):
                 if p.is_heading or total + p.tokens > overlap_tokens:
                     break
-                carry.insert(0, _Piece(p.text, p.pages, p.tokens, p.section_path, p.para_start, False, True))
+                carry.insert(
+                    0,
+                    _Piece(
+                        p.text, p.pages, p.tokens, p.section_path, p.para_start, False, True, p.ocr, p.ocr_confidence
+                    ),
+                )
                 total += p.tokens
         current = carry
         size = sum(p.tokens for p in carry)
@@ -128,10 +172,10 @@ def chunk_paragraphs(
             emit(keep_overlap=False)
         elif piece.para_start and size >= min_fill:
             para_tokens = piece.tokens
-            for nxt in pieces[i + 1 :]:
-                if nxt.para_start:
-                    break
-                para_tokens += nxt.tokens
+            j = i + 1  # an index, not a slice: copying the rest of ``pieces`` per paragraph was quadratic
+            while j < len(pieces) and not pieces[j].para_start:
+                para_tokens += pieces[j].tokens
+                j += 1
             if size + para_tokens > chunk_tokens:
                 emit(keep_overlap=True)
         if size + piece.tokens > chunk_tokens and any(not p.overlap for p in current):

@@ -18,6 +18,7 @@ import logging
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
@@ -67,11 +68,13 @@ _MONTH = (
     r"(?:Jan(?:uary|\.)?|Feb(?:ruary|\.)?|Mar(?:ch|\.)?|Apr(?:il|\.)?|May|June?|July?|Aug(?:ust|\.)?"
     r"|Sep(?:tember|t\.?|\.)?|Oct(?:ober|\.)?|Nov(?:ember|\.)?|Dec(?:ember|\.)?)"
 )
-# "July 29, 2023", "JULY 29,2023", "Sept. 30 2023", "29 July 2023", "2023-07-29". No \b after the year: glued HTML
-# text reads "DECEMBER 31, 20241-2360(Commission file number)".
+# "July 29, 2023", "JULY 29,2023", "Sept. 30 2023", "29 July 2023", "2023-07-29". Whitespace is matched possessively
+# (``\s*+``) here and in the patterns around dates: a date never starts with a space or a comma, so giving spaces back
+# can never help, and ``\s*,?\s*`` split a run of spaces in quadratically many ways before failing. No \b after the
+# year: glued HTML text reads "DECEMBER 31, 20241-2360(Commission file number)".
 _DATE = (
-    rf"(?:(?P<m1>{_MONTH})\s*(?P<d1>\d{{1,2}})\s*,?\s*(?P<y1>(?:19|20)\d\d)"
-    rf"|(?P<d2>\d{{1,2}})\s+(?P<m2>{_MONTH})\s*,?\s*(?P<y2>(?:19|20)\d\d)"
+    rf"(?:(?P<m1>{_MONTH})\s*+(?P<d1>\d{{1,2}})\s*+,?\s*+(?P<y1>(?:19|20)\d\d)"
+    rf"|(?P<d2>\d{{1,2}})\s++(?P<m2>{_MONTH})\s*+,?\s*+(?P<y2>(?:19|20)\d\d)"
     r"|(?P<y3>(?:19|20)\d\d)-(?P<m3>[01]\d)-(?P<d3>[0-3]\d))"
 )
 
@@ -80,7 +83,7 @@ _DATE = (
 _FORM_CORE = r"(?P<num>10|8|20|40)\s?-?\s?(?P<letter>[KQF])(?:\s*/\s*(?P<amend>A)(?![A-Za-z]))?"
 _VALID_FORMS = {"10K", "10Q", "8K", "20F", "40F"}
 # A cover line that is the form name and nothing else ("FORM 10-K", "Form 10-Q/A", "FORM 8-K (Amendment No. 1)").
-_FORM_LINE = re.compile(rf"^FORM\s*{_FORM_CORE}\s*(?:\(.*\))?\s*$", re.IGNORECASE)
+_FORM_LINE = re.compile(rf"^FORM\s*{_FORM_CORE}\s*(?:\(.*\)\s*)?$", re.IGNORECASE)
 # Glued HTML text has no lines: "...COMMISSION Washington, D.C. 20549FORM 10-K(Mark One)". Upper case only, so prose
 # like "filed with the Securities and Exchange Commission on Form 10-Q" in a press release does not count.
 _FORM_AFTER_HEADER = re.compile(rf"SECURITIES\s+AND\s+EXCHANGE\s+COMMISSION.{{0,250}}?FORM\s*{_FORM_CORE}", re.DOTALL)
@@ -116,7 +119,10 @@ _META_FORM = re.compile(rf"(?:^|;\s*|^Form\s+){_FORM_CORE}(?:\s+(?:filed|for)\b|
 
 # --- company --------------------------------------------------------------------------------------------------------
 
-_EXACT_NAME = re.compile(r"\(?\s*Exact\s+name\s+of\s+(?:the\s+)?registrants?\b", re.IGNORECASE)
+# "(Exact name of registrant as specified in its charter)". Searched without its optional "(" and leading space,
+# which ``_exact_name_label`` adds back: ``\(?\s*Exact`` retried the whole run of blank lines before every "E" it
+# did not find, quadratic in the run's length (3 s for 10,000 newlines).
+_EXACT_NAME = re.compile(r"Exact\s+name\s+of\s+(?:the\s+)?registrants?\b", re.IGNORECASE)
 _NAME_NOISE = re.compile(
     r"commission|file\s+n(?:o|umber)|transition\s+period|mark\s+one|pursuant|fiscal\s+year|quarterly\s+period"
     r"|date\s+of\s+report|washington,?\s+d\.?\s?c\b|registrant|identification|jurisdiction"
@@ -124,8 +130,11 @@ _NAME_NOISE = re.compile(
     re.IGNORECASE,
 )
 # Where a glued prefix ("Commission File Number: 001-36743Apple Inc.") stops being cover boilerplate.
+# Only ever .match()ed, so the rightmost boundary wins: "_{3}(?!_)" ends where "_{3,}" would, without rescanning the
+# run of underscores from each of its positions; the \A keeps a .search() of it linear too.
 _PREFIX_BOUNDARY = re.compile(
-    r".*(?:\)|\bOR\b|[☐☒]|_{3,}|\b\d{1,4}-\d{3,6}|commission\s+file\s+n(?:o\.?|umber)\s*:?)", re.IGNORECASE | re.DOTALL
+    r"\A.*(?:\)|\bOR\b|[☐☒]|_{3}(?!_)|\b\d{1,4}-\d{3,6}|commission\s+file\s+n(?:o\.?|umber)\s*:?)",
+    re.IGNORECASE | re.DOTALL,
 )
 _LEGAL_FORM = (
     r"(?:Inc|Incorporated|Corp|Corporation|Company|Co|Ltd|Limited|plc|LLC|L\.?L\.?C|L\.?P|N\.?V|S\.?A|AG|SE)\.?"
@@ -137,32 +146,47 @@ _CONTINUATION = re.compile(rf"^(?:[a-z&]|(?i:{_LEGAL_FORM})(?![\w]))")
 _SUBSIDIARIES = re.compile(
     r"^(?P<name>[A-Z][\w&.,'’ -]{1,100}?),?\s+(?:and|&)\s+(?:its\s+)?(?:consolidated\s+)?subsidiaries$", re.IGNORECASE
 )
+# Words of the cover's title block ("UNITED STATES / SECURITIES AND EXCHANGE COMMISSION / FORM 10-K / ANNUAL
+# REPORT"). A "name" made of these only is that block, read where a logo or an image holds the real name.
+_FORM_TITLE_TEXT = (
+    "united states securities and exchange commission washington d c dc 20549 form forms annual quarterly current"
+    " transition report reports pursuant to section of the act 1934 or 13 15 15d for fiscal year ended period mark"
+    " one 10 k q 8 10k 10q 8k a amendment no cover page table contents"
+)
+_FORM_TITLE_WORDS = frozenset(_FORM_TITLE_TEXT.split())
+# File stems that name the form, not the company: "d10k.htm", "form10-k.htm", "10q.htm", "annualreport.htm",
+# an accession number "0000950123-02-001234.txt".
+_STEM_NOT_A_NAME = re.compile(r"[a-z]{0,2}\d{1,2}[kq]\w*|form\w*|annual\w*|quarterly\w*|\d+|\w?", re.IGNORECASE)
 _SMALL_CAPS = re.compile(r"\b([A-Z]) ([A-Z]{2,})\b")
 # "– MGM Resorts International (NYSE: MGM)", "PepsiCo, Inc. (NASDAQ: PEP) today reported".
 _EXCHANGE_TICKER = re.compile(
     r"\((?:NYSE|NASDAQ|Nasdaq|AMEX|TSX|LSE|CBOE)[A-Za-z ]{0,20}:\s*(?P<ticker>[A-Z]{1,5}(?:\.[A-Z]{1,2})?)\s*[;,)]"
 )
-_HEADLINE_VERB = re.compile(r"\s+(?:reports|announces|posts|delivers)\b", re.IGNORECASE)
+# (?<!\s): start only at the first space of a run; the leftmost match is the same, but a run of n spaces is no
+# longer retried from each of its n positions.
+_HEADLINE_VERB = re.compile(r"(?<!\s)\s+(?:reports|announces|posts|delivers)\b", re.IGNORECASE)
 _RELEASE_PREFIX = re.compile(
     r"^.*(?:Exhibit\s+99(?:\.\d+)?|Page\s+\d+\s+of\s+\d+|for\s+immediate\s+release|news\s+release|press\s+release)\s*",
     re.IGNORECASE,
 )
-_META_TITLE_COMPANY = re.compile(r"^Form\s+\S+\s+for\s+(?P<name>.+?)\s+filed\b", re.IGNORECASE)
+# The name starts after all the spaces and ends at the first space run before "filed" (as the lazy ``.+?`` would), so
+# neither end retries a run of spaces from each of its positions.
+_META_TITLE_COMPANY = re.compile(r"^Form\s+\S+\s+for\s++(?P<name>.+?)(?<!\s)\s+filed\b", re.IGNORECASE)
 _META_AUTHOR_JUNK = re.compile(r"edgar|donnelley|division|workiva|kaleidoscope|anonymous", re.IGNORECASE)
 
 # --- period ---------------------------------------------------------------------------------------------------------
 
-_ANNUAL_END = re.compile(rf"for\s+the\s+(?:fiscal\s+)?year\s+ended\s*:?\s*{_DATE}", re.IGNORECASE)
-_FISCAL_YEAR_ENDED = re.compile(rf"fiscal\s+year\s+ended\s*:?\s*{_DATE}", re.IGNORECASE)
+_ANNUAL_END = re.compile(rf"for\s+the\s+(?:fiscal\s+)?year\s+ended\s*+(?::\s*+)?{_DATE}", re.IGNORECASE)
+_FISCAL_YEAR_ENDED = re.compile(rf"fiscal\s+year\s+ended\s*+(?::\s*+)?{_DATE}", re.IGNORECASE)
 _QUARTER_END = re.compile(
     rf"for\s+the\s+(?:quarterly\s+period|(?:fiscal\s+)?quarter|(?:three|thirteen|twelve)[\s-]+(?:months|weeks)"
-    rf"|period)\s+ended\s*:?\s*{_DATE}",
+    rf"|period)\s+ended\s*+(?::\s*+)?{_DATE}",
     re.IGNORECASE,
 )
 _EVENT_DATE_AFTER = re.compile(
-    rf"Date\s+of\s+(?:Report|earliest\s+event)[^:]{{0,60}}?(?:\)\s*)*:?\s*{_DATE}", re.IGNORECASE | re.DOTALL
+    rf"Date\s+of\s+(?:Report|earliest\s+event)[^:]{{0,60}}?(?:\)\s*+)*+:?\s*+{_DATE}", re.IGNORECASE | re.DOTALL
 )
-_EVENT_DATE_BEFORE = re.compile(rf"{_DATE}\s*\(?\s*Date\s+of\s+(?:Report|earliest\s+event)", re.IGNORECASE)
+_EVENT_DATE_BEFORE = re.compile(rf"{_DATE}\s*+(?:\(\s*+)?Date\s+of\s+(?:Report|earliest\s+event)", re.IGNORECASE)
 _RELEASE_END = re.compile(
     rf"\b(?P<what>quarter|(?:three|six|nine|twelve)\s+months|\d{{1,2}}\s+weeks|year|period)"
     rf"(?P<and_year>\s+and\s+(?:full\s+|fiscal\s+)?year)?\s+ended\s+{_DATE}",
@@ -201,11 +225,19 @@ _NUMBER_WORDS = {
     "thirty nine": 39,
     "forty": 40,
 }
-_NUM = r"(?:\d{1,2}|three|six|nine|twelve|thirteen|sixteen|twenty[\s-](?:four|six|eight)|thirty[\s-](?:six|nine)|forty)"
-# "three and six months ended July 29, 2023", "Nine Months Ended June 28,2025", "12 and 24 weeks ended".
-_YTD = re.compile(
-    rf"\b(?P<nums>{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*)[\s-]+(?P<unit>month|week)s?(?:[\s-]+periods?)?\s+ended\b"
-    rf"(?P<gap>.{{0,60}}?){_DATE}",
+# "sixteen" before "six": lists of numbers are matched possessively (``_YTD_NUMS``), so the first alternative that
+# fits is final.
+_NUM = r"(?:\d{1,2}|three|sixteen|six|nine|twelve|thirteen|twenty[\s-](?:four|six|eight)|thirty[\s-](?:six|nine)|forty)"
+# "three and six months ended July 29, 2023", "Nine Months Ended June 28,2025", "12 and 24 weeks ended". Two parts:
+# the list of numbers, then what must follow it. One pattern ``\b(?P<nums>...(?:\s*(?:,|and|&)\s*...)*)[\s-]+month``
+# re-read a list of n numbers from each of its n starts and backtracked through it each time, quadratic in its
+# length (18 s for a 10,000-character "1, 2, 3, ..." line). A shorter list than the longest can never be followed
+# by "months" (the next characters are ", 6" or " and 6"), so the list is taken whole and possessively, and a list
+# not followed by "months ended <date>" is skipped as a whole, as the single pattern ended up doing.
+_YTD_NUMS = re.compile(rf"\b{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*+", re.IGNORECASE)
+_YTD_TAIL = re.compile(
+    # (?<![\s-]): only ever matched right after a number; keeps a .search() of it linear too.
+    rf"(?<![\s-])[\s-]+(?P<unit>month|week)s?(?:[\s-]+periods?)?\s+ended\b(?P<gap>.{{0,60}}?){_DATE}",
     re.IGNORECASE | re.DOTALL,
 )
 _FISCAL_QUARTER_PHRASES = (
@@ -417,8 +449,8 @@ def _cover_form(cover: str) -> str | None:
                 form = name
                 break
     if form in ("10-K", "10-Q", "8-K"):
-        label = _EXACT_NAME.search(head)
-        if _AMENDMENT.search(head[: label.start()] if label else head[:600]):
+        label = _exact_name_label(head)
+        if _AMENDMENT.search(head[:label] if label is not None else head[:600]):
             form += "/A"
     return form
 
@@ -450,7 +482,8 @@ def _metadata_form(pdf_metadata: dict[str, Any] | None) -> str | None:
 
 
 def _clean_name(name: str) -> str:
-    name = normalize_line(name).strip(" ,;:-*®™")
+    # "|" from a cover-page table row rendered as text ("THE HOME DEPOT, INC. | | |").
+    name = normalize_line(name).strip(" ,;:-*®™|")
     # Small capitals extracted as "MGM R ESORTS I NTERNATIONAL": join only when the pattern repeats, so a single
     # "BANK A CORP"-like token pair is left alone.
     if len(_SMALL_CAPS.findall(name)) >= 2:
@@ -461,20 +494,53 @@ def _clean_name(name: str) -> str:
 def _looks_like_name(text: str) -> bool:
     if not 2 <= len(text) <= 120 or _NAME_NOISE.search(text):
         return False
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    if all(word in _FORM_TITLE_WORDS for word in words):
+        return False  # "ANNUAL REPORT", "QUARTERLY", "UNITED STATES"
     letters = sum(c.isalpha() for c in text)
     return letters >= 2 and letters >= 0.5 * len(text.replace(" ", ""))
 
 
+def _exact_name_label(text: str) -> int | None:
+    """Offset of "(Exact name of registrant ..." in ``text``: where ``\\(?\\s*Exact name ...`` would start."""
+    m = _EXACT_NAME.search(text)
+    if m is None:
+        return None
+    start = m.start()
+    while start > 0 and text[start - 1].isspace():
+        start -= 1
+    return start - 1 if start > 0 and text[start - 1] == "(" else start
+
+
+def _name_cell(line: str, column: int) -> str:
+    """The name in a cover-table row rendered as "cell | cell | cell": the label's column, else the cell that reads
+    as a company name."""
+    if "|" not in line:
+        return line
+    cells = [cell.strip() for cell in line.split("|")]
+    if 0 < column < len(cells) and cells[column]:
+        return cells[column]
+    filled = [cell for cell in cells if cell]
+    named = [cell for cell in filled if _COMPANY_LINE.match(cell) and _looks_like_name(cell)]
+    return (named or [cell for cell in filled if _looks_like_name(cell)] or [""])[0]
+
+
 def _registrant_name(text: str) -> str:
     """The name printed above "(Exact name of registrant as specified in its charter)"."""
-    label = _EXACT_NAME.search(text)
-    if not label:
+    label = _exact_name_label(text)
+    if label is None:
         return ""
-    lines = [line for line in _lines(text[: label.start()]) if not set(line) <= set("_-")]
+    # A cover laid out as a table: "(Exact name of registrant ...) | | |" under "ACME CORP | | |", or the label in
+    # the middle column of "(State of incorporation) | (Exact name ...) | (I.R.S. No.)".
+    line_start = text.rfind("\n", 0, label) + 1
+    column = text.count("|", line_start, label)
+    head = text[:line_start] if column else text[:label]
+    lines = [line for line in _lines(head) if not set(line) <= set("_-|")]
     if not lines:
         return ""
     # Glued HTML keeps boilerplate on the label's line: "Commission File Number: 001-36743Apple Inc.".
-    last = lines[-1]
+    last = _name_cell(lines[-1], column)
+    lines[-1] = last
     candidate = last
     boundary = _PREFIX_BOUNDARY.match(last)
     if boundary and last[boundary.end() :].strip():
@@ -483,7 +549,7 @@ def _registrant_name(text: str) -> str:
         return ""
     # A name wrapped over two lines: "THE GOLDMAN SACHS GROUP," / "INC." or "Foo &" / "Bar Corp".
     if len(lines) >= 2 and candidate == last:
-        upper = lines[-2]
+        upper = _name_cell(lines[-2], column)
         if (_CONTINUATION.match(candidate) or upper.endswith(("&", ",", " and", " of"))) and _looks_like_name(upper):
             candidate = f"{upper} {candidate}"
     return _clean_name(candidate)
@@ -542,11 +608,23 @@ def _metadata_company(pdf_metadata: dict[str, Any] | None) -> str:
     return ""
 
 
+def _dei_company(parser_meta: dict[str, Any] | None) -> str:
+    """dei:EntityRegistrantName of an inline-XBRL cover (HTML filings since 2019), when the cover text gave none."""
+    dei = (parser_meta or {}).get("dei")
+    name = normalize_line(str(dei.get("EntityRegistrantName") or "")) if isinstance(dei, dict) else ""
+    return _clean_name(name) if name and _looks_like_name(name) else ""
+
+
 def _source_company(source_name: str) -> str:
-    """ "COCACOLA_2017_10K.pdf" -> "Cocacola"; the last resort, so it only needs to be recognizable."""
+    """ "COCACOLA_2017_10K.pdf" -> "Cocacola"; the last resort, so it only needs to be recognizable.
+
+    EDGAR's own file names ("d10k.htm", "form10-k.htm", an accession number) name no company: "" for those.
+    """
     stem = Path(source_name).name.split(".")[0] if source_name else ""
     head = re.split(r"[_-]", stem, maxsplit=1)[0]
-    return head.title() if head else ""
+    if _STEM_NOT_A_NAME.fullmatch(head):
+        return ""
+    return head.title()
 
 
 # --- ticker ---------------------------------------------------------------------------------------------------------
@@ -627,15 +705,27 @@ def _quarter_from_fye(period_end: date, fye: tuple[int, int]) -> tuple[int, date
     return quarter, _add_months(last_end, 12)
 
 
+def _ytd_matches(flat: str) -> Iterator[tuple[str, re.Match[str]]]:
+    """(numbers, rest) of each "three and six months ended <date>" in ``flat``, left to right, not overlapping."""
+    pos = 0
+    while (nums := _YTD_NUMS.search(flat, pos)) is not None:
+        tail = _YTD_TAIL.match(flat, nums.end())
+        if tail is None:
+            pos = nums.end()
+            continue
+        yield nums.group(), tail
+        pos = tail.end()
+
+
 def _quarter_from_ytd(flat_pages: list[str], period_end: date) -> int | None:
     """Quarter from the longest year-to-date column ending at ``period_end``: six months -> Q2, 39 weeks -> Q3."""
     best = 0
     for flat in flat_pages:
-        for m in _YTD.finditer(flat):
+        for nums, m in _ytd_matches(flat):
             if _date_from_match(m) != period_end or re.search(r"ended|\d{4}", m.group("gap")):
                 continue
             unit = m.group("unit").lower()
-            for token in re.split(r"\s*(?:,|and|&)\s*", m.group("nums").lower()):
+            for token in re.split(r"\s*(?:,|and|&)\s*", nums.lower()):
                 n = int(token) if token.isdigit() else _NUMBER_WORDS.get(token, 0)
                 quarter = n // 3 if unit == "month" and n in (3, 6, 9) else 0
                 if unit == "week" and 10 <= n <= 40:
@@ -776,7 +866,7 @@ def detect_filing_meta(
         candidates = [release_company]
     else:
         candidates = [_registrant_name(cover), _suffix_name(cover), _subsidiaries_name(cover_pages[1:])]
-    candidates += [_metadata_company(pdf_metadata), _source_company(source_name)]
+    candidates += [_dei_company(pdf_metadata), _metadata_company(pdf_metadata), _source_company(source_name)]
     meta.company = next((c for c in candidates if c), "")
     meta.ticker = _cover_ticker(cover_pages) or release_ticker
 

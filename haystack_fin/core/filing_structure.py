@@ -9,6 +9,7 @@ from typing import Any
 
 from haystack_fin.core.chunking import Paragraph, chunk_paragraphs
 from haystack_fin.core.layout import Element, ParsedFiling
+from haystack_fin.core.ocr import suspect_numbers, suspect_table_cells
 from haystack_fin.core.page_cleanup import join_page_breaks, remove_page_furniture
 from haystack_fin.core.schema import Modality
 from haystack_fin.core.sec_items import (
@@ -43,6 +44,10 @@ class ChunkRecord:
     table_block: int | None = None
     table_title: str = ""
     table_rows: int = 0  # data rows of the whole table, not of this block
+    ocr: bool = False  # read by OCR from a scanned page
+    ocr_confidence: float | None = None
+    # Implausible OCR'd numbers: [token, reason] (text) or [row, col, text, reason] (table block data rows).
+    ocr_suspects: list[list[Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -104,6 +109,10 @@ def _section_chunks(
                     section.part,
                     chunk.section_path,
                     chunk.pages,
+                    ocr=chunk.ocr,
+                    ocr_confidence=chunk.ocr_confidence,
+                    # Only numbers of OCR'd text are checked: a text layer's numbers are what the filer wrote.
+                    ocr_suspects=suspect_numbers(chunk.text) if chunk.ocr else [],
                 )
             )
         paragraphs.clear()
@@ -118,7 +127,7 @@ def _section_chunks(
                     stack.pop()
                 stack.append((rank, el.text))
                 path = [label, *(text for _, text in stack)]
-            paragraphs.append(Paragraph(el.text, el.pages, path, is_heading))
+            paragraphs.append(Paragraph(el.text, el.pages, path, is_heading, el.ocr, el.ocr_confidence))
             last_texts = [*last_texts[-2:], el.text]
         elif el.kind == "table" and el.table is not None and el.table.rows:
             flush_text()
@@ -142,6 +151,9 @@ def _section_chunks(
                         table_block=block.block_index,
                         table_title=title,
                         table_rows=len(el.table.rows),
+                        ocr=el.ocr,
+                        ocr_confidence=el.ocr_confidence,
+                        ocr_suspects=suspect_table_cells(block.data_rows) if el.ocr else [],
                     )
                 )
         elif el.kind == "image" and len(el.text.split()) >= _MIN_CAPTION_WORDS:

@@ -61,9 +61,11 @@ _FONT_TAG_SIZES = {1: 7.5, 2: 10.0, 3: 12.0, 4: 13.5, 5: 18.0, 6: 24.0, 7: 36.0}
 _CURRENCY_FRAGMENTS = frozenset({"$", "US$", "€", "£", "¥"})
 _CLOSING_FRAGMENT = re.compile(r"\)?%?\)?")  # ")", "%", ")%", "%)"
 _DASHES = "-\u2012\u2013\u2014\u2212"
-# A numeric data cell: "1,234", "(1,234)", "$ 3.5", "12%", "(4)%", "—".
+# A numeric data cell: "1,234", "(1,234)", "$ 3.5", "12%", "(4)%", "—". Each optional sign or "$" carries the spaces
+# after it: written as ``\s*[-+]?\s*\$?\s*``, three adjacent ``\s*`` could split a run of spaces in cubically many
+# ways before failing.
 _NUMERIC_CELL = re.compile(
-    rf"^[$€£¥(]*\s*[{_DASHES}+]?\s*\$?\s*(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s*[)%]*\)?$|^[{_DASHES}]+$"
+    rf"^[$€£¥(]*\s*(?:[{_DASHES}+]\s*)?(?:\$\s*)?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s*[)%]*\)?$|^[{_DASHES}]+$"
 )
 _YEAR_CELL = re.compile(r"^(?:fiscal\s+)?(?:19|20)\d\d$", re.I)
 _CHECKBOX_CHARS = frozenset("\u2610\u2611\u2612\u25a0\u25a1\u25aa\u25ab\u2713\u2714\u2717\u2718")
@@ -577,6 +579,9 @@ def merge_cell_fragments(cells: list[str]) -> list[str]:
     "". Currency signs are dropped so amounts read as plain numbers: ["$", "(1,234", ")"] -> ["", "(1,234)", ""].
     """
     out = [c.strip() for c in cells]
+    # The nearest non-empty cell on the left, kept as we go: cells left of i only grow once they are past, so it
+    # stays valid. Scanning back for it from every closing fragment was quadratic in a row of emptied fragments.
+    last: int | None = None
     for i, text in enumerate(out):
         if not text:
             continue
@@ -588,15 +593,18 @@ def merge_cell_fragments(cells: list[str]) -> list[str]:
                 out[j] = "(" + out[j]
                 out[i] = ""
         elif _CLOSING_FRAGMENT.fullmatch(text):
-            j = next((k for k in range(i - 1, -1, -1) if out[k]), None)
+            j = last
             if j is not None and _accepts_closing(out[j]):
                 out[j] += text
                 out[i] = ""
+        if out[i]:
+            last = i
     return out
 
 
 def _accepts_closing(value: str) -> bool:
-    return value.count("(") > value.count(")") or value[-1].isdigit() or value[-1] in ")%" + _DASHES
+    # The last-character tests first: counting parentheses reads the whole cell, which grows with every fragment.
+    return value[-1].isdigit() or value[-1] in ")%" + _DASHES or value.count("(") > value.count(")")
 
 
 def clean_table_rows(raw: list[list[tuple[str, int]]]) -> list[list[str]]:

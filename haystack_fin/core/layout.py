@@ -38,7 +38,8 @@ class Element:
     ``text`` is the plain text (for tables a plain-text rendering, for images the caption/nearby text).
     ``page`` is the 1-based physical page where it starts; ``pages`` lists every page it covers (a table or a
     paragraph joined across a page break covers two). ``font_size`` and ``bold`` drive heading detection;
-    ``is_heading`` is set by parsers that know it (HTML heading tags, styled titles).
+    ``is_heading`` is set by parsers that know it (HTML heading tags, styled titles). ``ocr`` marks an element read by
+    OCR from a scanned page and ``ocr_confidence`` is the mean recognition confidence of its characters (0-1).
     """
 
     kind: ElementKind
@@ -50,6 +51,8 @@ class Element:
     bold: bool = False
     is_heading: bool = False
     table: TableData | None = None
+    ocr: bool = False
+    ocr_confidence: float | None = None
 
     def __post_init__(self) -> None:
         if not self.pages:
@@ -57,6 +60,9 @@ class Element:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        if not self.ocr:  # text-layer elements (nearly all) travel without the OCR fields
+            for key in ("ocr", "ocr_confidence"):
+                data.pop(key)
         if self.bbox is not None:
             data["bbox"] = list(self.bbox)
         return data
@@ -71,6 +77,16 @@ class Element:
             bbox=tuple(bbox) if bbox is not None else None,  # type: ignore[arg-type]
             table=TableData(**table) if table else None,
         )
+
+
+def merged_ocr(first: Element, second: Element) -> dict[str, Any]:
+    """OCR fields of an element joined from two (a paragraph or table continued on the next page): OCR if
+    either part is, confidence weighted by text length."""
+    if not (first.ocr or second.ocr):
+        return {}
+    parts = [(e.ocr_confidence, max(len(e.text), 1)) for e in (first, second) if e.ocr_confidence is not None]
+    confidence = sum(c * n for c, n in parts) / sum(n for _, n in parts) if parts else None
+    return {"ocr": True, "ocr_confidence": confidence}
 
 
 @dataclass

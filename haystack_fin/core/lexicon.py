@@ -268,6 +268,7 @@ class Lexicon:
         self._vocabulary: frozenset[str] = frozenset(t for key in self._term_index for t in key.split())
         self._not_typos: frozenset[str] = frozenset(normalize_term(w) for w in not_typos) - self._vocabulary
         self._deletion_index: dict[str, set[str]] | None = None
+        self._longest_word = max((len(w) for w in self._vocabulary), default=0)
         self._corrections: dict[str, tuple[str, ...]] = {}
 
     def _add(self, cluster: TermCluster, on_conflict: ConflictPolicy) -> None:
@@ -684,8 +685,11 @@ class Lexicon:
             return cached
         index = self._fuzzy_index()
         candidates = set(index.get(token, ()))
-        for position in range(len(token)):
-            candidates.update(index.get(token[:position] + token[position + 1 :], ()))
+        # Keys are lexicon words and their one-letter deletions, so a token two or more letters longer than the
+        # longest word has no candidates; building its deletions anyway is quadratic in its length.
+        if len(token) <= self._longest_word + 1:
+            for position in range(len(token)):
+                candidates.update(index.get(token[:position] + token[position + 1 :], ()))
         ranked = sorted(candidates, key=lambda word: (-similarity(token, word), word))[:limit]
         if len(self._corrections) > 100_000:  # unbounded growth on long-running services
             self._corrections.clear()

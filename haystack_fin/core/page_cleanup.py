@@ -8,7 +8,7 @@ a page break are joined so that a chunk or a table block is not cut in half by t
 import re
 from collections import Counter
 
-from haystack_fin.core.layout import Element, TableData
+from haystack_fin.core.layout import Element, TableData, merged_ocr
 from haystack_fin.core.text import squash
 
 # How many elements at the top and bottom of a page can be furniture.
@@ -110,6 +110,7 @@ def join_page_breaks(elements: list[Element]) -> list[Element]:
                     bbox=prev.bbox,
                     font_size=prev.font_size,
                     bold=prev.bold,
+                    **merged_ocr(prev, el),
                 )
                 continue
             if (
@@ -134,6 +135,7 @@ def join_page_breaks(elements: list[Element]) -> list[Element]:
                     pages=[*prev.pages, el.page],
                     bbox=prev.bbox,
                     table=table,
+                    **merged_ocr(prev, el),
                 )
                 continue
         out.append(el)

@@ -6,6 +6,10 @@ Tables are therefore found by the fast geometric detector in ``pdf_tables`` on e
 (``table_finder="hybrid"``) PyMuPDF's finder is a second opinion on pages where row-like lines were left outside
 every detected table. ``"pymupdf"`` runs PyMuPDF's finder alone on every page the cheap pre-check flags (~30% of
 a 10-K's pages, which alone would more than double indexing time).
+
+A page without a text layer (a scan: almost no characters, a large image) is read by OCR (``core.ocr``, the
+optional ``[ocr]`` extra) into the same word boxes and lines, so Items, headings and tables are found on it as on
+a text page; its elements carry ``ocr=True`` and the recognition confidence.
 """
 
 import logging
@@ -16,6 +20,7 @@ from typing import Literal
 
 import pymupdf
 
+from haystack_fin.core import ocr as ocr_engine
 from haystack_fin.core.layout import Element, FilingParseError, ParsedFiling
 from haystack_fin.core.pdf_tables import (
     DetectedTable,
@@ -44,6 +49,7 @@ class _Line:
     bbox: tuple[float, float, float, float]
     size: float
     bold: bool
+    confidence: float | None = None  # OCR'd lines: mean recognition confidence
 
 
 def _page_lines(page: pymupdf.Page) -> list[_Line]:
@@ -64,6 +70,24 @@ def _page_lines(page: pymupdf.Page) -> list[_Line]:
             bold_chars = sum(len(s["text"].strip()) for s in spans if s["flags"] & 16 or "bold" in s["font"].lower())
             size = max(spans, key=lambda s: len(s["text"]))["size"]
             raw.append(_Line(text, tuple(line["bbox"]), round(size, 1), bold_chars >= 0.8 * n_chars))
+    return _merge_lines(raw)
+
+
+def _ocr_lines(result: ocr_engine.OcrPage) -> list[_Line]:
+    """Visual lines of an OCR'd page: each recognized line box is a PyMuPDF line, merged the same way."""
+    return _merge_lines(
+        [_Line(normalize_line(ln.text), ln.bbox, ln.size, ln.bold, ln.confidence) for ln in result.lines if ln.text]
+    )
+
+
+def _mean_confidence(lines: list[_Line]) -> float | None:
+    parts = [(ln.confidence, len(ln.text)) for ln in lines if ln.confidence is not None]
+    total = sum(n for _, n in parts)
+    return sum(c * n for c, n in parts) / total if total else None
+
+
+def _merge_lines(raw: list[_Line]) -> list[_Line]:
+    """Lines sharing a baseline are merged left to right (a table row's label and values become one line)."""
     raw.sort(key=lambda ln: (round(ln.bbox[1]), ln.bbox[0]))
     merged: list[_Line] = []
     for ln in raw:
@@ -82,6 +106,7 @@ def _page_lines(page: pymupdf.Page) -> list[_Line]:
                     ),
                     max(prev.size, ln.size),
                     prev.bold and ln.bold,
+                    _mean_confidence([prev, ln]),
                 )
                 continue
         merged.append(ln)
@@ -109,7 +134,7 @@ def _is_heading_line(line: _Line, body_size: float) -> bool:
     return line.bold or caps or line.size >= body_size + 1.5
 
 
-def _paragraphs(lines: list[_Line], page_no: int, body_size: float) -> list[Element]:
+def _paragraphs(lines: list[_Line], page_no: int, body_size: float, ocr: bool = False) -> list[Element]:
     """Group visual lines into paragraphs; heading-looking lines stand alone so structure detection sees them."""
     elements: list[Element] = []
     current: list[_Line] = []
@@ -126,7 +151,17 @@ def _paragraphs(lines: list[_Line], page_no: int, body_size: float) -> list[Elem
         # A heading may wrap over several lines ("Risks related to ... results of" / "operations.").
         heading = all(_is_heading_line(ln, body_size) for ln in current) and len(text.split()) <= 40
         elements.append(
-            Element("text", text, page_no, bbox=bbox, font_size=current[0].size, bold=bold, is_heading=heading)
+            Element(
+                "text",
+                text,
+                page_no,
+                bbox=bbox,
+                font_size=current[0].size,
+                bold=bold,
+                is_heading=heading,
+                ocr=ocr,
+                ocr_confidence=_mean_confidence(current) if ocr else None,
+            )
         )
         current.clear()
 
@@ -192,6 +227,8 @@ def parse_pdf_filing(
     data: bytes | None = None,
     table_finder: TableFinder = "hybrid",
     extract_images: bool = True,
+    ocr: bool = True,
+    ocr_dpi: int = ocr_engine.DEFAULT_DPI,
 ) -> ParsedFiling:
     """Parse a filing PDF into a ``ParsedFiling``.
 
@@ -201,7 +238,10 @@ def parse_pdf_filing(
         row-like lines lie outside every detected table), "layout" (the geometric detector alone), "pymupdf"
         (PyMuPDF's table finder alone, on pages that the cheap pre-check flags) or "none".
     :param extract_images: emit image elements (with bbox and nearby caption text).
-    :raises FilingParseError: the file is not a PDF, is encrypted, is empty or has no extractable text.
+    :param ocr: OCR pages without a text layer (needs the ``[ocr]`` extra); when False they are left empty.
+    :param ocr_dpi: rendering resolution for OCR.
+    :raises FilingParseError: the file is not a PDF, is encrypted, is empty or has no extractable text, or a page
+        needs OCR and the ``[ocr]`` extra is not installed.
     """
     name = str(source)
     doc = _open(source, data)
@@ -209,8 +249,22 @@ def parse_pdf_filing(
     page_texts: list[str] = []
     try:
         page_lines = []
-        for page in doc:
-            page_lines.append(_page_lines(page))
+        ocr_pages: dict[int, ocr_engine.OcrPage] = {}
+        for index, page in enumerate(doc):
+            lines = _page_lines(page)
+            if ocr and ocr_engine.needs_ocr(page, sum(len(ln.text) - ln.text.count(" ") for ln in lines)):
+                try:
+                    result = ocr_engine.ocr_page(page, dpi=ocr_dpi)
+                except ocr_engine.OcrUnavailableError:
+                    raise FilingParseError(
+                        name, f"page {index + 1} has no text layer; {ocr_engine.OCR_EXTRA_HINT}"
+                    ) from None
+                ocr_pages[index] = result
+                # The few characters of a scan's text layer (a stamp, a page number) are in the image too.
+                lines = _ocr_lines(result)
+            page_lines.append(lines)
+        if ocr_pages:
+            logger.info("%s: %d page(s) read by OCR", name, len(ocr_pages))
         body_size = _body_font_size([ln for lines in page_lines for ln in lines])
         for index, page in enumerate(doc):
             page_no = index + 1
@@ -218,7 +272,13 @@ def parse_pdf_filing(
             page_texts.append("\n".join(ln.text for ln in lines))
             tables: list[DetectedTable] = []
             words: list = []
-            if table_finder != "none" and lines:
+            scanned = ocr_pages.get(index)
+            if scanned is not None and table_finder != "none" and lines:
+                # The geometric detector on OCR word boxes; PyMuPDF's finder reads the page's own text and
+                # drawings, which a scan does not have.
+                words = list(scanned.words)
+                tables = find_table_regions(page, words)
+            elif table_finder != "none" and lines:
                 words = page.get_text("words")
                 if table_finder == "hybrid":
                     tables = find_tables_checked(page, words)
@@ -233,11 +293,26 @@ def parse_pdf_filing(
                 for ln in lines
                 if _STRUCTURE_LINE.match(ln.text) or not any(r and _inside(ln.bbox, r) for r in regions)
             ]
-            page_elements = _paragraphs(text_lines, page_no, body_size)
+            page_elements = _paragraphs(text_lines, page_no, body_size, ocr=scanned is not None)
             for table in tables:
                 rows_text = "\n".join(" | ".join(c for c in row if c) for row in table.table.rows)
-                page_elements.append(Element("table", rows_text, page_no, bbox=table.bbox, table=table.table))
-            if extract_images:
+                confidence = None
+                if scanned is not None:
+                    inside = [ln for ln in lines if _inside(ln.bbox, table.bbox)]
+                    confidence = _mean_confidence(inside) or scanned.confidence
+                page_elements.append(
+                    Element(
+                        "table",
+                        rows_text,
+                        page_no,
+                        bbox=table.bbox,
+                        table=table.table,
+                        ocr=scanned is not None,
+                        ocr_confidence=confidence,
+                    )
+                )
+            # A scan's only image is the page itself: no figure chunk for it.
+            if extract_images and scanned is None:
                 page_elements.extend(_image_elements(page, page_no, lines))
             page_elements.sort(key=lambda e: (e.bbox[1] if e.bbox else 0.0, e.bbox[0] if e.bbox else 0.0))
             elements.extend(page_elements)
@@ -246,6 +321,7 @@ def parse_pdf_filing(
     finally:
         doc.close()
     if not any(e.kind == "text" and e.text for e in elements) and not any(e.kind == "table" for e in elements):
-        raise FilingParseError(name, "no extractable text (scanned or empty PDF); OCR is not supported")
+        reason = "no extractable text (empty PDF, or scanned pages where OCR found no text)"
+        raise FilingParseError(name, reason if ocr else "no extractable text (scanned or empty PDF; OCR is off)")
     logger.debug("Parsed %s: %d pages, %d elements", name, n_pages, len(elements))
     return ParsedFiling(source_path=name, n_pages=n_pages, elements=elements, page_texts=page_texts, meta=pdf_meta)

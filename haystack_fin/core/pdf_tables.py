@@ -89,8 +89,10 @@ _UNITS_RE = re.compile(
 _UNAUDITED_RE = re.compile(r"^\(?unaudited\)?$", re.IGNORECASE)
 _PAGE_FURNITURE_RE = re.compile(r"^(?:table of contents|index|page \d+( of \d+)?|\d+|[a-z]-\d+)$", re.IGNORECASE)
 _BULLETS = {"•", "●", "◦", "▪", "■", "-", "–", "—", "*", "·", "o", "§"}
-_LEADER_RE = re.compile(r"[ .…·]{2,}$")
-_LEADER_DOTS_RE = re.compile(r"[.…·]{3,}$")
+# Leaders end a label or a word. The lookbehind lets a match start only where a run of leader characters starts;
+# without it ``sub`` rescans a long run of dots from each of its positions when the run does not end the text.
+_LEADER_RE = re.compile(r"(?<![ .…·])[ .…·]{2,}$")
+_LEADER_DOTS_RE = re.compile(r"(?<![.…·])[.…·]{3,}$")
 _CONNECTOR_END_RE = re.compile(r"(?:,|\b(?:and|or|of|the|in|for|to|at|by|on|from|with|net|less|a|an))$", re.I)
 
 

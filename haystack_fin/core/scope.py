@@ -47,6 +47,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -171,10 +172,12 @@ _Y = r"'?(?P<y>(?:19|20)\d\d|\d\d)"  # four digits, or two after FY/fiscal/apost
 _Y4 = r"(?P<y>(?:19|20)\d\d)"
 
 _I = re.IGNORECASE
+# Optional separators carry the spaces after them ("\s*(?:-\s*)?", not "\s*-?\s*"): two adjacent "\s*" split a run
+# of spaces in quadratically many ways before a match fails (here and in the date patterns below).
 # (pattern, fiscal): the year is a fiscal year (compared with fiscal_year only) or a calendar year. Order matters:
 # earlier patterns consume their text so that later, looser ones do not read it again.
 _PERIOD_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
-    (re.compile(rf"\bFY\s?{_Y}\s*[-/]?\s*Q(?P<q>[1-4])\b", _I), True),  # FY2023Q1, FY24 Q2
+    (re.compile(rf"\bFY\s?{_Y}\s*(?:[-/]\s*)?Q(?P<q>[1-4])\b", _I), True),  # FY2023Q1, FY24 Q2
     (re.compile(rf"\bQ(?P<q>[1-4])\s*(?:of\s+|,\s*)?(?:the\s+)?(?:FY|fiscal(?:\s+year)?)\s*{_Y}\b", _I), True),
     (re.compile(rf"\bfiscal\s+Q(?P<q>[1-4])\s*(?:of\s+)?{_Y4}\b", _I), True),
     (
@@ -186,11 +189,11 @@ _PERIOD_PATTERNS: tuple[tuple[re.Pattern[str], bool], ...] = (
     (re.compile(rf"\b{_ORD}\s+fiscal\s+quarter\s+(?:of\s+)?(?:(?:the\s+)?year\s+)?{_Y4}\b", _I), True),
     (re.compile(rf"\b{_ORD}[\s-]+quarter\s+(?:of\s+)?(?:(?:the\s+)?(?:calendar\s+)?year\s+)?{_Y4}\b", _I), False),
     (re.compile(r"\bQ(?P<q>[1-4])\s*(?:of\s+)?(?:'(?P<y2>\d\d)|(?P<y>(?:19|20)\d\d))\b", _I), False),
-    (re.compile(rf"\b{_Y4}\s*-?\s*Q(?P<q>[1-4])\b", _I), False),
+    (re.compile(rf"\b{_Y4}\s*(?:-\s*)?Q(?P<q>[1-4])\b", _I), False),
 )
 # H1/H2 and first/second half: the first half is what a second-quarter report covers, the second half ends the year.
 _HALF = re.compile(
-    r"\b(?:H(?P<h>[12])|(?P<hw>first|second)\s+half)(?:\s+(?:of\s+)?(?:the\s+)?)?\s*"
+    r"\b(?:H(?P<h>[12])|(?P<hw>first|second)\s+half)(?:\s+(?:of\s+)?(?:the\s+)?|\s*)"
     r"(?:(?P<f>FY|fiscal(?:\s+year)?)\s*'?(?P<fy>(?:19|20)\d\d|\d\d)|(?P<y>(?:19|20)\d\d))?\b",
     _I,
 )
@@ -205,11 +208,11 @@ _FISCAL_YEAR = re.compile(rf"\bfiscal\s+(?:years?\s+)?{_Y}\b", _I)
 _YEAR_FISCAL = re.compile(rf"\b{_Y4}\s+fiscal\s+(?:year|period)\b", _I)
 _DAY_DATES = (
     re.compile(rf"\b(?P<m>{_MONTH})\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>(?:19|20)\d\d)\b"),
-    re.compile(rf"\b(?P<d>\d{{1,2}})\s+(?P<m>{_MONTH})\s*,?\s+(?P<y>(?:19|20)\d\d)\b"),
+    re.compile(rf"\b(?P<d>\d{{1,2}})\s+(?P<m>{_MONTH})(?:\s*,)?\s+(?P<y>(?:19|20)\d\d)\b"),
     re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<mn>[01]\d)-(?P<d>[0-3]\d)\b"),
     re.compile(r"\b(?P<mn>[01]?\d)/(?P<d>[0-3]?\d)/(?P<y>(?:19|20)\d\d)\b"),
 )
-_MONTH_DATE = re.compile(rf"\b(?P<m>{_MONTH})\s*(?:of\s+)?,?\s*(?P<y>(?:19|20)\d\d)\b")
+_MONTH_DATE = re.compile(rf"\b(?P<m>{_MONTH})\s*(?:of\s+)?(?:,\s*)?(?P<y>(?:19|20)\d\d)\b")
 # Not an amount: "$2019", "2020 million", "2021%".
 _BARE_YEAR = re.compile(r"(?<![\d$.,/])(?P<y>(?:19|20)\d\d)(?![\d%]|\s*(?:million|billion|thousand|bn|mm)\b)", _I)
 
@@ -482,14 +485,26 @@ def _is_forward(before: str) -> bool:
 
 
 class _Masked:
-    """The question with consumed spans blanked out, so looser patterns do not re-read a period."""
+    """The question with consumed spans blanked out, so looser patterns do not re-read a period.
+
+    Blanked in a character list and joined when next read: rebuilding the string at every consumed match was
+    quadratic in a question with thousands of periods.
+    """
 
     def __init__(self, text: str) -> None:
         self.original = text
-        self.text = text
+        self._chars = list(text)
+        self._text: str | None = text
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = "".join(self._chars)
+        return self._text
 
     def consume(self, start: int, end: int) -> None:
-        self.text = self.text[:start] + " " * (end - start) + self.text[end:]
+        self._chars[start:end] = " " * (end - start)
+        self._text = None
 
 
 def _period(text: str, m: re.Match[str], year: int | None, quarter: int | None, fiscal: bool) -> PeriodMention:
@@ -618,10 +633,11 @@ def _with_context(
 
     The window stops at the previous period so that "guidance for 2024 per its FY2022 report" marks only 2024.
     """
-    spans = sorted([(m.start, m.end) for m in (*periods, *dates)])
+    ends = sorted(m.end for m in (*periods, *dates))
 
     def flags(start: int) -> tuple[bool, bool]:
-        prev_end = max((e for s, e in spans if e <= start), default=0)
+        k = bisect_right(ends, start)  # the latest end at or before ``start`` (a scan of all spans was quadratic)
+        prev_end = ends[k - 1] if k else 0
         before = text[max(prev_end, start - 80) : start]
         return _is_anchored(before), _is_forward(before)
 
@@ -651,7 +667,7 @@ def parse_question_scope(question: str) -> QuestionScope:
 # --- companies ------------------------------------------------------------------------------------------------------
 
 _CAMEL_LEGAL = re.compile(r"^(?P<head>[A-Z][a-z]+(?:[A-Z][a-z]+)*?)(?P<tail>Co|Corp|Inc)$")
-_TICKER_CONTEXT = re.compile(r"(?:ticker|symbol|NYSE|NASDAQ|Nasdaq|AMEX|CBOE)\s*:?\s*$", re.IGNORECASE)
+_TICKER_CONTEXT = re.compile(r"(?:ticker|symbol|NYSE|NASDAQ|Nasdaq|AMEX|CBOE)\s*(?::\s*)?$", re.IGNORECASE)
 _KIND_PRIORITY = {"name": 0, "alias": 1, "ticker": 2, "short": 3, "fuzzy": 4}
 _FUZZY_MIN_LEN = 5
 _FUZZY_LOWERCASE_MIN_LEN = 8  # shorter names must be capitalized to be fuzzy-matched ("being" is not "Boeing")

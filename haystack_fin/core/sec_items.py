@@ -1,16 +1,26 @@
 """SEC Part/Item catalog and Item section detection over layout elements.
 
-A filing's Items are found in three steps:
+A filing's Items are found in four steps:
 1. candidates: text elements that start with "Item <code>" (tolerating extraction glitches such as "I tem 7" or
-   "Busines s.") whose title matches the catalog title of that code, in the same element or the next one;
+   "Busines s.", and the suffixes "9A(T)", "4T", "9.01(d)") whose title matches a catalog title of that code, in
+   the same element or the next one. "Condensed Consolidated Financial Statements" matches "Financial Statements"
+   (qualifiers are skipped), and "Reserved" / "(Removed and Reserved)" matches any Item of that number (the
+   Part heading above it decides between a 10-Q's Part I and Part II Item 4);
 2. table-of-contents rejection: a candidate whose title is followed by a bare page number, and every candidate on a
-   page dense with candidates and little text between them, is a TOC line, never a section start;
-3. ordering: the longest chain of candidates in catalog order and document order wins (dynamic programming), so a
-   stray cross-reference that survived step 1 cannot reorder the filing.
+   page dense with such lines, is a TOC line, never a section start;
+3. list rejection: a run of candidates with almost no text between them (a Part divider page or a contents page
+   without page numbers) whose Items appear again later, in order, as real sections, is a list: those entries
+   are dropped. Short real sections several to a page ("Item 9B. Other Information / None.") are kept, because
+   their Items do not come back;
+4. ordering: the longest chain of candidates in catalog order and document order wins (dynamic programming), so a
+   stray cross-reference that survived the steps above cannot reorder the filing.
+The catalogs include the Items of older forms: a pre-2003 10-K's Item 14 (exhibits and reports on Form 8-K), a
+pre-2004 10-Q's Part II titles, and the pre-August-2004 8-K Items 1-12 (stored under the number as filed, "9").
 Documents without SEC Items (earnings releases, exhibits filed alone) are split by their top-level headings.
 """
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from haystack_fin.core.layout import Element
@@ -66,6 +76,8 @@ ITEMS_10K: tuple[ItemSpec, ...] = (
     ),
     ItemSpec("13", "13", "Certain Relationships and Related Transactions, and Director Independence", "III"),
     ItemSpec("14", "14", "Principal Accountant Fees and Services", "III", ("Principal Accounting Fees and Services",)),
+    # Before 2003 Item 14 was Part IV's exhibits Item (fees did not exist; exhibits moved to Item 15 in 2003).
+    ItemSpec("14", "14", "Exhibits, Financial Statement Schedules and Reports on Form 8-K", "IV"),
     ItemSpec("15", "15", "Exhibits and Financial Statement Schedules", "IV", ("Exhibits, Financial Statement",)),
     ItemSpec("16", "16", "Form 10-K Summary", "IV"),
 )
@@ -77,16 +89,37 @@ ITEMS_10Q: tuple[ItemSpec, ...] = (
     ItemSpec("I-4", "4", "Controls and Procedures", "I"),
     ItemSpec("II-1", "1", "Legal Proceedings", "II"),
     ItemSpec("II-1A", "1A", "Risk Factors", "II"),
-    ItemSpec("II-2", "2", "Unregistered Sales of Equity Securities and Use of Proceeds", "II"),
+    ItemSpec(
+        "II-2", "2", "Unregistered Sales of Equity Securities and Use of Proceeds", "II", ("Changes in Securities",)
+    ),
     ItemSpec("II-3", "3", "Defaults Upon Senior Securities", "II"),
-    ItemSpec("II-4", "4", "Mine Safety Disclosures", "II"),
+    ItemSpec("II-4", "4", "Mine Safety Disclosures", "II", ("Submission of Matters to a Vote of Security Holders",)),
     ItemSpec("II-5", "5", "Other Information", "II"),
     ItemSpec("II-6", "6", "Exhibits", "II"),
 )
 
-ITEMS_8K: tuple[ItemSpec, ...] = tuple(
-    ItemSpec(code, code, title)
-    for code, title in (
+# 8-K Items before August 23, 2004 (numbered 1-12), stored under the number as filed. They come first in the
+# catalog: a filing uses one numbering or the other, and "Item 9" can never be mistaken for "Item 9.01".
+_ITEMS_8K_BEFORE_2004: tuple[ItemSpec, ...] = (
+    ItemSpec("1", "1", "Changes in Control of Registrant"),
+    ItemSpec("2", "2", "Acquisition or Disposition of Assets"),
+    ItemSpec("3", "3", "Bankruptcy or Receivership"),
+    ItemSpec("4", "4", "Changes in Registrant's Certifying Accountant"),
+    ItemSpec("5", "5", "Other Events", ("Other Events and Regulation FD Disclosure",)),
+    ItemSpec("6", "6", "Resignations of Registrant's Directors"),
+    ItemSpec("7", "7", "Financial Statements and Exhibits", ("Exhibits",)),  # "Item 7(c). Exhibits"
+    ItemSpec("8", "8", "Change in Fiscal Year"),
+    ItemSpec("9", "9", "Regulation FD Disclosure"),
+    ItemSpec(
+        "10", "10", "Amendments to the Registrant's Code of Ethics, or Waiver of a Provision of the Code of Ethics"
+    ),
+    ItemSpec("11", "11", "Temporary Suspension of Trading Under Registrant's Employee Benefit Plans"),
+    ItemSpec("12", "12", "Results of Operations and Financial Condition"),
+)
+
+ITEMS_8K: tuple[ItemSpec, ...] = _ITEMS_8K_BEFORE_2004 + tuple(
+    ItemSpec(code, code, title, variants=tuple(variants))
+    for code, title, *variants in (
         ("1.01", "Entry into a Material Definitive Agreement"),
         ("1.02", "Termination of a Material Definitive Agreement"),
         ("1.03", "Bankruptcy or Receivership"),
@@ -114,7 +147,7 @@ ITEMS_8K: tuple[ItemSpec, ...] = tuple(
         ("6.01", "ABS Informational and Computational Material"),
         ("7.01", "Regulation FD Disclosure"),
         ("8.01", "Other Events"),
-        ("9.01", "Financial Statements and Exhibits"),
+        ("9.01", "Financial Statements and Exhibits", "Exhibits"),  # "ITEM 9.01(d). Exhibits"
     )
 )
 
@@ -123,24 +156,50 @@ CATALOGS: dict[str, tuple[ItemSpec, ...]] = {"10-K": ITEMS_10K, "10-Q": ITEMS_10
 COVER_CODE = "cover"
 COVER_TITLE = "Cover page and table of contents"
 
+# "Item 7A.", "PART II, ITEM 5 -", "ITEM 9A(T)." (smaller companies 2007-2009), "Item 4T.", "ITEM 9.01(d). Exhibits".
+# Matched against an element's first 400 characters only.
 _ITEM_START = re.compile(
     r"^\s*(?:PART\s+(?P<part>IV|I{1,3})\b[\s,.:;\-–—]*)?"
     r"I\s?T\s?E\s?M\s*(?P<num>\d{1,2}(?:\.\d{2})?)\s*(?P<letter>[A-C](?![a-z]))?"
-    r"\s*(?:[.:;\-–—]+\s*|\s+|$)(?P<rest>.*)$",
+    r"(?:\(T\)|T(?![a-z]))?(?:\([a-z]\))?"
+    r"(?:\s*[.:;\-–—]+\s*|\s+|$)(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
-_PART_HEADING = re.compile(r"^\s*PART\s+(IV|I{1,3})\b(?:\s*[.:\-–—]?\s*)(.{0,60})$", re.IGNORECASE)
+_PART_HEADING = re.compile(r"^\s*PART\s+(IV|I{1,3})\b\s*+(?:[.:\-–—]\s*+)?(.{0,60})$", re.IGNORECASE)
 # Matched only against a line's last few characters (see ``ends_with_page_number``).
 _PAGE_TAIL = re.compile(r"(?:[A-Z]-)?\d{1,3}\Z")
 _EXHIBIT_HEADING = re.compile(r"^\s*(?:EX(?:HIBIT)?[\s\-]*)(\d{1,3}(?:\.\d{1,2})?)\s*$", re.IGNORECASE)
 _MIN_TITLE_MATCH = 7
+# Words filings put before a catalog title ("Item 1. Condensed Consolidated Financial Statements"), matched on the
+# squashed title (letters and digits only).
+_TITLE_QUALIFIERS = re.compile(r"(?:unaudited|condensed|consolidated|combined|interim)+")
+# "Item 4. Reserved", "ITEM 6. [RESERVED]", "Item 4. (Removed and Reserved)": the Item exists, its title does not.
+_RESERVED_KEYS = ("removedandreserved", "reserved")
 # Many 10-Ks put the audited statements on F-pages after Item 15/16 and make Item 8 a one-line pointer to them.
 _STATEMENTS_START = re.compile(
     r"(?:^|\b(?:inc|corp|corporation|company|ltd|llc|plc|co)\.?\s+)"  # "NETFLIX, INC. INDEX TO ..."
     r"(index to (the )?(consolidated )?financial statements|report of independent registered public accounting"
-    r" firm|consolidated (balance sheets?|statements? of (operations|income|earnings)))\b",
+    r" firm|report of independent (auditors|accountants|public accountants)|independent auditors'? report"
+    r"|consolidated (balance sheets?|statements? of (operations|income|earnings)))\b",
     re.IGNORECASE,
 )
+# "... (page 48)", "(pages 52 through 121)": a line of Item 15's list of statements, not the statements.
+_PAGE_REFERENCE = re.compile(r"\(pages?\s+[A-Z]?-?\d", re.IGNORECASE)
+# Any statement's name, to tell a list of them ("Consolidated Balance Sheets" / "Consolidated Statements of Cash
+# Flows" / "Notes to ...") from a statement's heading followed by its text.
+_STATEMENT_NAME = re.compile(
+    r"\A\s*(?:(?:consolidated|combined|condensed)\s+)*(?:balance\s+sheets?|statements?\s+of\s+\w|notes\s+to\s"
+    r"|report\s+of\s+independent|independent\s+auditors|index\s+to\s|schedule\s+[ivx]+\b)",
+    re.IGNORECASE,
+)
+_INDEX_HEADING = re.compile(r"\bindex\s+to\b", re.IGNORECASE)
+_SCHEDULE_REPORT = re.compile(r"financial\s+statement\s+schedules?\b", re.IGNORECASE)
+# The statements start on a new page: at most a running head ("NETFLIX, INC.") above their first heading.
+_PAGE_TOP_WORDS = 12
+# A list entry (divider page, contents page without page numbers) is followed by at most a few short lines (a Part
+# heading, the names of the statements) before the next entry; a real section by prose, a table, or nothing.
+_LIST_LINE_WORDS = 15
+_LIST_GAP_WORDS = 40
 _ITEM8_STUB_PAGES = 2
 
 
@@ -172,21 +231,36 @@ class _Candidate:
     page: int
     quality: float = 1.0
     title_in_next: bool = False
+    extra_words: int = 0  # words of the heading element(s) beyond "Item N." and the matched title
 
 
-def _title_match(text: str, spec: ItemSpec) -> int:
-    """Length of the longest common prefix (letters and digits only) between ``text`` and a title of ``spec``."""
-    key = squash(text)[:40]
-    best = 0
-    for ref in spec.keys:
-        n = 0
-        for a, b in zip(key, ref, strict=False):
-            if a != b:
-                break
-            n += 1
-        if n >= min(len(ref), _MIN_TITLE_MATCH):
-            best = max(best, n)
-    return best
+def _title_keys(text: str) -> tuple[str, str]:
+    """The squashed start of ``text`` as written and with leading qualifiers ("condensedconsolidated") skipped."""
+    key = squash(text[:300])
+    m = _TITLE_QUALIFIERS.match(key)
+    return key[:40], (key[m.end() :] if m else key)[:40]
+
+
+def _title_match(keys: tuple[str, str], spec: ItemSpec) -> tuple[int, str]:
+    """Longest common prefix (letters and digits only) of the heading's keys and a title of ``spec``, and that title.
+
+    A "Reserved" heading matches every Item (the caller tells them apart by Part).
+    """
+    best, best_title = 0, ""
+    for title, ref in zip((spec.title, *spec.variants), spec.keys, strict=True):
+        for key in keys:
+            n = 0
+            for a, b in zip(key, ref, strict=False):
+                if a != b:
+                    break
+                n += 1
+            if n >= min(len(ref), _MIN_TITLE_MATCH) and n > best:
+                best, best_title = n, title
+    if best == 0:
+        for reserved in _RESERVED_KEYS:
+            if keys[0].startswith(reserved):
+                return len(reserved), "Reserved" if reserved == "reserved" else "Removed and Reserved"
+    return best, best_title
 
 
 def _item_number(match: re.Match[str]) -> str:
@@ -198,12 +272,15 @@ def _candidates(elements: list[Element], catalog: tuple[ItemSpec, ...]) -> list[
     for spec in catalog:
         by_number.setdefault(spec.number, []).append(spec)
     found: list[_Candidate] = []
+    part = ""  # the Part heading above: decides between Items of one number and one score ("Item 4. Reserved")
     for i, el in enumerate(elements):
         if el.kind != "text":
             continue
         m = _ITEM_START.match(el.text[:400])
         if not m:
+            part = part_of(el.text[:100]) or part
             continue
+        part = (m.group("part") or part).upper()
         specs = by_number.get(_item_number(m))
         if not specs:
             continue
@@ -211,17 +288,21 @@ def _candidates(elements: list[Element], catalog: tuple[ItemSpec, ...]) -> list[
         source, in_next = rest, False
         if len(squash(rest)) < 3 and i + 1 < len(elements) and elements[i + 1].kind == "text":
             source, in_next = elements[i + 1].text, True  # "Item 7." on its own line, title on the next
-        scored = [(spec, _title_match(source, spec)) for spec in specs]
-        spec, score = max(scored, key=lambda s: s[1])
-        if score == 0:
+        keys = _title_keys(source)
+        scored = [(spec, *_title_match(keys, spec)) for spec in specs]
+        top = max(score for _, score, _ in scored)
+        if top == 0:
             continue
+        tied = [(spec, title) for spec, score, title in scored if score == top]
+        spec, title = next(((s, t) for s, t in tied if s.part == part), tied[0])
         quality = 1.0 + 0.2 * (el.bold or el.is_heading) + 0.1 * (len(el.text.split()) <= 30)
-        found.append(_Candidate(i, spec, source, el.page, quality, in_next))
+        extra = max(0, len(source[:2000].split()) - len(title.split()))
+        found.append(_Candidate(i, spec, source, el.page, quality, in_next, extra))
     return found
 
 
 def ends_with_page_number(text: str) -> bool:
-    """A title followed by a page number: "... Operations 25", "... Statements .......... F-1", "Risk Factors…12".
+    r"""A title followed by a page number: "... Operations 25", "... Statements .......... F-1", "Risk Factors…12".
 
     Constant time in the line's length. The regular expression this replaces, ``(?:\s|\.{2,}|…)+\d{1,3}\s*$``,
     could split a run of dots among its repetitions in exponentially many ways, so a dot leader that did not end
@@ -260,20 +341,81 @@ def _reject_toc(candidates: list[_Candidate], elements: list[Element]) -> list[_
     return [c for c in candidates if c.page not in toc_pages and not _toc_like(c, elements)]
 
 
-def _best_chain(candidates: list[_Candidate], catalog: tuple[ItemSpec, ...]) -> list[_Candidate]:
-    """Highest-quality chain strictly increasing in catalog order (candidates are in document order)."""
-    order = {spec.code: k for k, spec in enumerate(catalog)}
+def _gap_is_list(c: _Candidate, nxt: _Candidate, elements: list[Element]) -> bool:
+    """Between ``c`` and the next candidate only a few short lines: ``c`` reads as a list entry, not a section."""
+    total = c.extra_words
+    if total > _LIST_LINE_WORDS:
+        return False
+    for el in elements[c.index + 1 + c.title_in_next : nxt.index]:
+        if el.kind == "table":
+            return False
+        if el.kind != "text":
+            continue
+        words = len(el.text.split())
+        total += words
+        if words > _LIST_LINE_WORDS or total > _LIST_GAP_WORDS:
+            return False
+    return True
+
+
+def _reject_lists(candidates: list[_Candidate], elements: list[Element]) -> list[_Candidate]:
+    """Drop the entries of Item lists: Part divider pages and contents pages that print no page numbers.
+
+    A run of candidates with only a few short lines between them is a list when at least two of its Items appear
+    again later, in order, as sections (candidates followed by real text); those entries are dropped, the real
+    headings stay. Short real sections several to a page ("Item 9B. Other Information" / "None.") form such runs
+    too, but their Items do not come back, so they are kept. Only section-like candidates count as coming back,
+    so a cross-reference index at the end of a filing cannot make the real sections look like a list.
+    """
     n = len(candidates)
-    best = [c.quality for c in candidates]
-    back = [-1] * n
-    for j in range(n):
-        oj = order[candidates[j].spec.code]
-        for i in range(j):
-            if order[candidates[i].spec.code] < oj and best[i] + candidates[j].quality > best[j]:
-                best[j] = best[i] + candidates[j].quality
-                back[j] = i
+    listy = [k + 1 < n and _gap_is_list(candidates[k], candidates[k + 1], elements) for k in range(n)]
+    sections: dict[ItemSpec, list[int]] = {}
+    for k, c in enumerate(candidates):
+        if not listy[k]:
+            sections.setdefault(c.spec, []).append(k)
+    rejected: set[int] = set()
+    k = 0
+    while k < n:
+        end = k
+        while listy[end]:  # the last candidate of a run is never listy
+            end += 1
+        if end > k:
+            matched, cursor = [], k
+            for member in range(k, end + 1):
+                later = sections.get(candidates[member].spec, [])
+                pos = bisect_right(later, max(member, cursor))
+                if pos < len(later):
+                    matched.append(member)
+                    cursor = later[pos]
+            if len(matched) >= 2:
+                rejected.update(matched)
+        k = end + 1
+    return [c for k, c in enumerate(candidates) if k not in rejected]
+
+
+def _best_chain(candidates: list[_Candidate], catalog: tuple[ItemSpec, ...]) -> list[_Candidate]:
+    """Highest-quality chain strictly increasing in catalog order (candidates are in document order).
+
+    O(candidates x catalog): for each catalog position the best chain ending there so far, instead of comparing
+    every pair of candidates (a 1,000-page filing can hold thousands of "Item" lines). Ties go to the earliest
+    candidate, as a scan over all earlier candidates would.
+    """
+    order = {spec: k for k, spec in enumerate(catalog)}
+    n = len(candidates)
     if not n:
         return []
+    best = [c.quality for c in candidates]
+    back = [-1] * n
+    # ending[k]: (best chain value, candidate) over the candidates seen so far at catalog position k
+    ending: list[tuple[float, int] | None] = [None] * len(catalog)
+    for j, c in enumerate(candidates):
+        oj = order[c.spec]
+        prev = max((e for e in ending[:oj] if e is not None), key=lambda e: (e[0], -e[1]), default=None)
+        if prev is not None:
+            best[j] = prev[0] + c.quality
+            back[j] = prev[1]
+        if ending[oj] is None or best[j] > ending[oj][0]:
+            ending[oj] = (best[j], j)
     j = max(range(n), key=lambda k: (best[k], k))
     chain = []
     while j >= 0:
@@ -285,6 +427,57 @@ def _best_chain(candidates: list[_Candidate], catalog: tuple[ItemSpec, ...]) -> 
 def _page_span(elements: list[Element], start: int, end: int) -> tuple[int, int]:
     pages = [p for el in elements[start:end] for p in el.pages]
     return (min(pages), max(pages)) if pages else (0, 0)
+
+
+def _statement_heading(el: Element) -> str:
+    # The statements' first heading may have become a table's caption ("Index to Financial Statements").
+    head = el.text if el.kind == "text" else (el.table.title if el.table is not None else "")
+    return head if len(head) <= 120 and _STATEMENTS_START.search(head[:80]) else ""
+
+
+def _is_statement_list_line(elements: list[Element], i: int, head: str) -> bool:
+    """A line of a list of statements (Item 15(a), an index), or the auditor's report on the schedules."""
+    if ends_with_page_number(head) or _PAGE_REFERENCE.search(head):
+        return True  # "Consolidated Balance Sheets F-3", "... (page 48)"
+    index = _INDEX_HEADING.search(head[:80]) is not None  # "INDEX TO ... STATEMENTS AND FINANCIAL STATEMENT SCHEDULE"
+    if not index and _SCHEDULE_REPORT.search(head):
+        return True  # "Report of ... Firm on Financial Statement Schedule": Item 15(a)(2), not Item 8
+    nxt = elements[i + 1] if i + 1 < len(elements) else None
+    if nxt is None or nxt.kind != "text":
+        return False
+    if is_page_number(nxt.text):
+        return True
+    if index:
+        return False  # an index's heading is followed by the statements' names: it is where they start
+    # "REPORT OF ... FIRM" / "ON FINANCIAL STATEMENT SCHEDULE", or one name of a list followed by the next name
+    return bool(_SCHEDULE_REPORT.search(nxt.text[:60]) or _STATEMENT_NAME.match(nxt.text[:80]))
+
+
+def _statements_start(elements: list[Element], first: int) -> tuple[int, str] | None:
+    """Where the F-pages after the last Item begin: the first statements heading at the top of a page.
+
+    Item 15's list of the statements ("Report of Independent ... (pages 44 through 45)", "Consolidated Balance
+    Sheets") also reads like their headings, but sits in the middle of a page and is followed by more names;
+    only a bold text heading elsewhere on a page is used when no page starts with one (a table captioned like a
+    statement in the middle of a page can be that list).
+    """
+    fallback: tuple[int, str] | None = None
+    page, words_above = -1, 0
+    for i in range(first, len(elements)):
+        el = elements[i]
+        if el.page != page:
+            page, words_above = el.page, 0
+        head = _statement_heading(el)
+        if head and not _is_statement_list_line(elements, i, head):
+            if words_above <= _PAGE_TOP_WORDS:
+                return i, head
+            if fallback is None and el.kind == "text" and (el.bold or el.is_heading):
+                fallback = (i, head)
+        if el.kind == "text":
+            words_above += len(el.text.split())
+        elif el.kind == "table":
+            words_above += _PAGE_TOP_WORDS + 1  # a table above: not the top of the page (a logo image is)
+    return fallback
 
 
 def _include_part_heading(elements: list[Element], index: int) -> int:
@@ -306,7 +499,8 @@ def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
     if not family or not elements:
         return []
     catalog = CATALOGS[family]
-    chain = _best_chain(_reject_toc(_candidates(elements, catalog), elements), catalog)
+    candidates = _reject_lists(_reject_toc(_candidates(elements, catalog), elements), elements)
+    chain = _best_chain(candidates, catalog)
     if not chain:
         return []
     starts: list[tuple[int, str, str, str, str]] = []
@@ -320,13 +514,9 @@ def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
         stub_end = chain[chain.index(item8) + 1].index
         stub_pages = elements[stub_end - 1].page - elements[item8.index].page + 1
         if stub_pages <= _ITEM8_STUB_PAGES:
-            for i in range(chain[-1].index + 1, len(elements)):
-                el = elements[i]
-                # The statements' first heading may have become a table's caption ("Index to Financial Statements").
-                head = el.text if el.kind == "text" else (el.table.title if el.table is not None else "")
-                if len(head) <= 120 and _STATEMENTS_START.search(head[:80]):
-                    starts.append((i, "8", item8.spec.title, item8.spec.part, head))
-                    break
+            found = _statements_start(elements, chain[-1].index + 1)
+            if found is not None:
+                starts.append((found[0], "8", item8.spec.title, item8.spec.part, found[1]))
     if family == "8-K":
         for i in range(chain[-1].index + 1, len(elements)):
             el = elements[i]

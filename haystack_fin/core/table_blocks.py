@@ -44,11 +44,17 @@ class ParsedValue:
 # Every dash a filing uses for minus or nil: hyphen, en dash, em dash, minus sign, figure dash, horizontal bar.
 _DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
 _CURRENCY_PREFIX = re.compile(r"^(?:US\$|U\.S\.\$|C\$|A\$|\$|€|£|¥|USD|EUR|GBP)\s*", re.IGNORECASE)
-_CURRENCY_SUFFIX = re.compile(r"\s*(?:\$|€|£|¥|USD|EUR|GBP)$", re.IGNORECASE)
+# The end-anchored patterns below start with lookbehinds: a match may only begin where a run of the characters it
+# repeats begins. Without them ``search`` rescans such a run from each of its positions (quadratic on a long run
+# of spaces or stars); the leftmost match, and so every result, is the same.
+_CURRENCY_SUFFIX = re.compile(r"(?<!\s)\s*(?:\$|€|£|¥|USD|EUR|GBP)$", re.IGNORECASE)
 # Footnote markers trail the number: "1,234 (a)", "1,234(1)", "1,234 [2]", "1,234*", "1,234 †", "1,234¹".
-_FOOTNOTE = re.compile(r"\s*(?:\([a-z]\)|\(\d{1,2}\)|\[[a-z0-9]{1,2}\]|\*+|[†‡§]+|[¹²³⁴⁵⁶⁷⁸⁹⁰]+)$", re.IGNORECASE)
+_FOOTNOTE = re.compile(
+    r"(?<!\s)\s*(?:\([a-z]\)|\(\d{1,2}\)|\[[a-z0-9]{1,2}\]|(?<!\*)\*+|(?<![†‡§])[†‡§]+|(?<![¹²³⁴⁵⁶⁷⁸⁹⁰])[¹²³⁴⁵⁶⁷⁸⁹⁰]+)$",
+    re.IGNORECASE,
+)
 # Non-scaling suffixes: multiples ("1.2x") and basis/percentage points. "%" is handled separately to flag it.
-_RATIO_SUFFIX = re.compile(r"\s*(?:x|bps|bp|pts|pt|pp)$", re.IGNORECASE)
+_RATIO_SUFFIX = re.compile(r"(?<!\s)\s*(?:x|bps|bp|pts|pt|pp)$", re.IGNORECASE)
 _NUMBER = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$|^\.\d+$")
 _NIL_WORDS = {"nil"}
 
@@ -163,7 +169,12 @@ _TOTAL_PATTERNS = [
     # "Net increase (decrease) in cash and cash equivalents", "Decrease in cash, cash equivalents and ..."
     re.compile(r"^(?:net\s+)?\(?(?:increase|decrease|change)\)?(?:\s+\(?(?:increase|decrease)\)?)?\s+in\s+cash\b"),
 ]
-_LABEL_TRIM = re.compile(r"^[\W_]+|[\s:;,.*†‡§¹²³⁴⁵⁶⁷⁸⁹⁰]+$|\s*\((?:[a-z]|\d{1,2})\)$")
+# A label's decorations: leading punctuation, trailing punctuation/footnote marks, a trailing "(a)" / "(1)". One
+# trimming step is ``re.sub(r"^[\W_]+|[\s:;,.*†‡§¹²³⁴⁵⁶⁷⁸⁹⁰]+$|\s*\((?:[a-z]|\d{1,2})\)$", "", text)``, done as
+# the head match and then the tail substitution on the rest, so that the tail's lookbehinds (which keep ``search``
+# from rescanning a run of spaces or marks from each of its positions) never see a character the head consumed.
+_LABEL_HEAD = re.compile(r"^[\W_]+")
+_LABEL_TAIL = re.compile(r"(?<![\s:;,.*†‡§¹²³⁴⁵⁶⁷⁸⁹⁰])[\s:;,.*†‡§¹²³⁴⁵⁶⁷⁸⁹⁰]+$|(?<!\s)\s*\((?:[a-z]|\d{1,2})\)$")
 # Cells that decorate an otherwise empty row: a lone currency sign or percent sign from a split "$ | 1,093" column.
 _DECORATION = set("$€£¥% ")
 
@@ -171,7 +182,8 @@ _DECORATION = set("$€£¥% ")
 def _normalize_label(label: str) -> str:
     text = normalize_line(label).lower()
     while True:
-        trimmed = _LABEL_TRIM.sub("", text)
+        head = _LABEL_HEAD.match(text)
+        trimmed = _LABEL_TAIL.sub("", text[head.end() :] if head else text)
         if trimmed == text:
             return text
         text = trimmed
@@ -255,15 +267,22 @@ def _cut_level(kinds: _RowKinds, p: int) -> int:
     return _CUT_INSIDE_GROUP
 
 
-def _context_label(kinds: _RowKinds, cut: int) -> int | None:
+def _nearest_marks(kinds: _RowKinds) -> list[int]:
+    """For each row, the nearest row at or above it that is a total or a group label (-1 if none)."""
+    nearest, last = [], -1
+    for j, (total, label) in enumerate(zip(kinds.total, kinds.label, strict=True)):
+        if total or label:
+            last = j
+        nearest.append(last)
+    return nearest
+
+
+def _context_label(kinds: _RowKinds, nearest: list[int], cut: int) -> int | None:
     """The label row of the group that a cut at ``cut`` splits: the nearest label above it, unless a total closes
-    the group first."""
-    for j in range(cut - 1, -1, -1):
-        if kinds.total[j]:
-            return None
-        if kinds.label[j]:
-            return j
-    return None
+    the group first. ``nearest`` (``_nearest_marks``) makes this constant time: scanning upwards from every cut
+    was quadratic in a long table without totals or labels."""
+    j = nearest[cut - 1] if cut > 0 else -1
+    return j if j >= 0 and kinds.label[j] else None
 
 
 def split_table_blocks(table: TableData, max_data_rows: int = 15) -> list[TableBlock]:
@@ -280,6 +299,7 @@ def split_table_blocks(table: TableData, max_data_rows: int = 15) -> list[TableB
     header = [list(r) for r in table.rows[: table.header_rows]]
     data = [list(r) for r in table.rows[table.header_rows :]]
     kinds = _row_kinds(data)
+    nearest = _nearest_marks(kinds)
     n = len(data)
 
     blocks: list[TableBlock] = []
@@ -305,7 +325,7 @@ def split_table_blocks(table: TableData, max_data_rows: int = 15) -> list[TableB
         if end >= n:
             return blocks
         # A context row needs room for at least one new row beside it.
-        context = _context_label(kinds, end) if level == _CUT_INSIDE_GROUP and max_data_rows > 1 else None
+        context = _context_label(kinds, nearest, end) if level == _CUT_INSIDE_GROUP and max_data_rows > 1 else None
         start = end
 
 

@@ -12,14 +12,25 @@ _SPACE_TABLE.update({ord(c): "" for c in "\u200b\u200c\u200d\u2060\ufeff\u00ad"}
 _SPACE_TABLE.update({ord("\t"): " ", ord("\r"): "\n", ord("\u2028"): "\n", ord("\u2029"): "\n"})
 
 _MULTI_SPACE = re.compile(r"[ ]{2,}")
-_SPACE_AROUND_NEWLINE = re.compile(r" *\n *")
+
+
+def _strip_around_newlines(text: str) -> str:
+    """Drop the spaces on both sides of every newline: what ``re.sub(r" *\\n *", "\\n", text)`` does, in linear
+    time (that regex rescans a run of spaces from each of its positions when no newline follows it)."""
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    last = len(lines) - 1
+    return "\n".join(
+        line.lstrip(" ") if i == last else line.strip(" ") if i else line.rstrip(" ") for i, line in enumerate(lines)
+    )
 
 
 def normalize_whitespace(text: str) -> str:
     """Unicode spaces to ASCII spaces, zero-width characters dropped, runs of spaces collapsed, ends trimmed."""
     text = text.translate(_SPACE_TABLE)
     text = _MULTI_SPACE.sub(" ", text)
-    text = _SPACE_AROUND_NEWLINE.sub("\n", text)
+    text = _strip_around_newlines(text)
     return text.strip()
 
 
@@ -88,7 +99,12 @@ def split_sentences(text: str) -> list[str]:
     start = 0
     for match in _SENTENCE_END.finditer(text):
         end = match.end(1)
-        word = text[start:end].rsplit(None, 1)[-1] if text[start:end].strip() else ""
+        # The word before the mark, read backwards from it: slicing text[start:end] instead re-read the whole
+        # pending sentence at every abbreviation, quadratic on a long run of "Inc." / "No." without a sentence end.
+        i = end
+        while i > start and not text[i - 1].isspace():
+            i -= 1
+        word = text[i:end]
         if word.rstrip(".!?\"'”’)]").lower().lstrip('("“') in _ABBREVIATIONS:
             continue
         if len(word) == 2 and word[0].isupper() and word[1] == ".":  # initials: "J. Smith"

@@ -37,7 +37,12 @@ class TestFilingConverter:
     def test_to_dict_from_dict(self):
         converter = FilingConverter(formats=["pdf"], table_finder="none", extract_images=False)
         data = converter.to_dict()
-        assert data["init_parameters"] == {"formats": ["pdf"], "table_finder": "none", "extract_images": False}
+        assert data["init_parameters"] == {
+            "formats": ["pdf"],
+            "table_finder": "none",
+            "extract_images": False,
+            "ocr": True,
+        }
         assert FilingConverter.from_dict(data).table_finder == "none"
 
     def test_run_pdf_detects_metadata_and_keeps_layout(self, fixtures):

@@ -1,0 +1,212 @@
+"""Store checks run before any parsing or querying, so that a bad ``--store`` fails at once, in one line that names
+the store, instead of after a filing was parsed and embedded (and with the filing blamed).
+
+One check function per store kind (``check_embedded_qdrant`` today; another embedded kind would get its own
+function and a branch in ``check_store``). The checks read the folder without opening a client: an embedded Qdrant
+client loads every point of every collection before it even tries its lock, which costs seconds on a large index,
+and the pipeline opens its own client right after anyway. ``connect_store`` is the authoritative check on a store
+instance: it makes the client connect (and take its lock) before any filing is parsed.
+
+No Haystack import at module level: the CLI imports this module on every command.
+"""
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+QDRANT_STORE_TYPE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
+IN_USE = (
+    "in use by another process (embedded Qdrant allows one client per folder; use a Qdrant server for "
+    "concurrent access)"
+)
+NO_SUCH_STORE = "no such store"
+IS_A_FILE = "is a file"
+# qdrant-client's RuntimeError when a second client opens a locked folder (qdrant_client/local/qdrant_local.py)
+_QDRANT_LOCKED = "already accessed by another instance of Qdrant client"
+_QDRANT_META = "meta.json"  # qdrant-client local mode: collection configs; the points live in collection/<name>/
+_QDRANT_DEFAULT_INDEX = "Document"  # QdrantDocumentStore's defaults, for a pipeline dict that leaves them out
+_QDRANT_DEFAULT_DIM = 768
+
+
+class StoreError(Exception):
+    """A store that cannot be used; ``str()`` is the one line the CLI prints after ``error: ``."""
+
+    def __init__(self, store: str, problem: str) -> None:
+        super().__init__(f"{store}: {problem}")
+        self.store = store
+        self.problem = problem
+
+
+def error_line(exc: BaseException) -> str:
+    """One line describing an exception: a pipeline error by its cause, the first line of a long message."""
+    from_pipeline = type(exc).__name__ == "PipelineRuntimeError" and exc.__cause__ is not None
+    cause = exc.__cause__ if from_pipeline else exc
+    text = str(cause).strip()
+    first = text.splitlines()[0] if text else ""
+    if isinstance(cause, StoreError):
+        return first
+    return f"{type(cause).__name__}: {first}" if first else type(cause).__name__
+
+
+def qdrant_store_params(pipeline_data: Any) -> Iterator[dict[str, Any]]:
+    """The ``init_parameters`` of every QdrantDocumentStore in a pipeline dict (YAML anchors give one dict many
+    times; each distinct configuration is returned once)."""
+    seen: set[str] = set()
+    stack = [pipeline_data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == QDRANT_STORE_TYPE:
+                params = node.get("init_parameters") or {}
+                key = json.dumps(params, sort_keys=True, default=str)
+                if key not in seen:
+                    seen.add(key)
+                    yield params
+                continue
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def check_pipeline_stores(pipeline_data: dict[str, Any], label: str, *, create: bool) -> None:
+    """``check_store`` on every store of a pipeline dict; ``label`` is how the user named the store."""
+    for params in qdrant_store_params(pipeline_data):
+        check_store(params, label, create=create)
+
+
+def check_store(params: dict[str, Any], label: str, *, create: bool) -> None:
+    """Check one QdrantDocumentStore configuration. A server (``url``/``host``) or ``:memory:`` has nothing to
+    check on disk: a server that is down fails at its first request with the client's own error.
+
+    :param create: the caller may create the store (indexing); otherwise it must exist and hold the collection.
+    :raises StoreError: naming ``label``.
+    """
+    if params.get("path"):
+        check_embedded_qdrant(
+            Path(str(params["path"])).expanduser(),
+            label,
+            index=str(params.get("index") or _QDRANT_DEFAULT_INDEX),
+            embedding_dim=int(params.get("embedding_dim") or _QDRANT_DEFAULT_DIM),
+            create=create,
+        )
+
+
+def check_embedded_qdrant(path: Path, label: str, *, index: str, embedding_dim: int, create: bool) -> None:
+    """An embedded Qdrant folder (qdrant-client local mode, ``QdrantDocumentStore(path=...)``): is a folder, holds
+    qdrant-client's ``meta.json``, is not locked by another client, and its collection ``index`` has vectors of
+    ``embedding_dim``. With ``create``, a missing folder, an empty folder or a missing collection is fine (the
+    store creates them). Reads only: nothing is created or locked for longer than the probe."""
+    if path.exists() and not path.is_dir():
+        raise StoreError(label, IS_A_FILE)
+    if not path.exists():
+        if not create:
+            raise StoreError(label, NO_SUCH_STORE)
+        for parent in path.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise StoreError(label, f"cannot be created ({parent} is a file)")
+                break
+        return
+    meta_path = path / _QDRANT_META
+    if not meta_path.is_file():
+        try:
+            empty = not any(path.iterdir())
+        except OSError as exc:
+            raise StoreError(label, f"cannot be read ({exc.strerror or exc})") from exc
+        if empty and create:
+            return
+        why = "empty folder" if empty else f"no {_QDRANT_META}: not an embedded Qdrant folder"
+        raise StoreError(label, f"not a haystack-fin store ({why})")
+    try:
+        meta = json.loads(meta_path.read_text())
+        collections = meta["collections"]
+        aliases = meta.get("aliases") or {}
+        if not isinstance(collections, dict) or not isinstance(aliases, dict):
+            raise TypeError("collections is not a mapping")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StoreError(label, f"not a haystack-fin store (unreadable {_QDRANT_META}: {error_line(exc)})") from exc
+    if _locked(path / ".lock"):
+        raise StoreError(label, IN_USE)
+    name = aliases.get(index, index)
+    if name not in collections:
+        if create:
+            return
+        held = ", ".join(repr(c) for c in sorted(collections)) or "none"
+        raise StoreError(label, f"not a haystack-fin store (no collection {index!r}; collections: {held})")
+    size = _vector_size(collections[name])
+    if size != embedding_dim:
+        raise StoreError(
+            label,
+            f"not a haystack-fin store (collection {index!r} has vectors of size {size}, the pipeline's "
+            f"embedder makes {embedding_dim})",
+        )
+
+
+def _vector_size(config: Any) -> int | None:
+    """The dense vector size of a collection config as qdrant-client writes it to meta.json: ``vectors`` is one
+    VectorParams (``{"size": ...}``) or named ones (``{"text-dense": {"size": ...}}`` with sparse embeddings)."""
+    vectors = config.get("vectors") if isinstance(config, dict) else None
+    if isinstance(vectors, dict) and "size" in vectors:
+        return int(vectors["size"])
+    if isinstance(vectors, dict):
+        sizes = [int(v["size"]) for v in vectors.values() if isinstance(v, dict) and "size" in v]
+        if sizes:
+            return sizes[0]
+    return None
+
+
+def _locked(lock_path: Path) -> bool:
+    """Whether another client holds the folder: try qdrant-client's own lock (portalocker, exclusive,
+    non-blocking) and release it at once. An flock conflicts across open files, so a client of this same process
+    counts as a holder too, as it would for the pipeline's client."""
+    if not lock_path.exists():
+        return False  # qdrant-client creates .lock when it takes the lock; nobody holds it yet
+    import portalocker
+
+    try:
+        fp = open(lock_path, "rb")  # noqa: SIM115 - closed in the finally below, after the unlock
+    except OSError as exc:
+        logger.debug("cannot open %s to probe its lock: %s", lock_path, exc)
+        return False  # the client's own open will fail with a clear OSError
+    try:
+        portalocker.lock(fp, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)
+    except portalocker.exceptions.LockException:
+        return True
+    else:
+        portalocker.unlock(fp)
+        return False
+    finally:
+        fp.close()
+
+
+def store_label(store: Any) -> str:
+    """How to name a store instance in an error: its folder or URL."""
+    try:
+        params = store.to_dict().get("init_parameters", {})
+    except Exception:
+        return type(store).__name__
+    return str(params.get("path") or params.get("url") or params.get("location") or type(store).__name__)
+
+
+def connect_store(store: Any, label: str | None = None) -> None:
+    """Make a store connect now: embedded Qdrant opens its client (and takes its folder lock) lazily at the first
+    operation, which would otherwise be the first write, after a whole filing was parsed and embedded.
+
+    :raises StoreError: the folder is held by another client, or its collection has another vector size.
+    """
+    if store is None or not hasattr(store, "count_documents"):
+        return
+    try:
+        store.count_documents()
+    except RuntimeError as exc:
+        if _QDRANT_LOCKED in str(exc):
+            raise StoreError(label or store_label(store), IN_USE) from exc
+        raise
+    except ValueError as exc:  # QdrantDocumentStore: "... configured with a vector size '4' ..."
+        if "vector size" in str(exc):
+            raise StoreError(label or store_label(store), f"not a haystack-fin store ({error_line(exc)})") from exc
+        raise

@@ -1,0 +1,32 @@
+"""A test-only converter for tests/test_indexing_runner.py: FilingConverter, except that a source whose file name
+starts with "hang" sleeps for an hour and one starting with "crash" kills its process, as a pathological filing
+would. Importable by the runner's spawned workers (they get the parent's sys.path)."""
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, component
+
+from haystack_fin.components.filing_converter import FilingConverter
+
+CRASH_EXIT_CODE = 3
+
+
+@component
+class SlowConverter:
+    def __init__(self, table_finder: str = "hybrid", extract_images: bool = True) -> None:
+        self.table_finder = table_finder
+        self.extract_images = extract_images
+        self._inner = FilingConverter(table_finder=table_finder, extract_images=extract_images)
+
+    @component.output_types(documents=list[Document], failures=list[dict[str, str]])
+    def run(self, sources: list[str], meta: dict[str, Any] | list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        for source in sources:
+            name = Path(str(source)).name
+            if name.startswith("hang"):
+                time.sleep(3600)
+            if name.startswith("crash"):
+                os._exit(CRASH_EXIT_CODE)
+        return self._inner.run(sources=sources, meta=meta)
