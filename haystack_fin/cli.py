@@ -77,13 +77,13 @@ def _store_from_args(args: argparse.Namespace) -> Any:
     return indexing_store(args.store, args.qdrant_url, args.index)
 
 
-def _check_store(args: argparse.Namespace, data: dict[str, Any], *, create: bool) -> None:
-    """Fail before any parsing or model loading when the store cannot be used (raises StoreError naming
-    ``--store`` as given). A Qdrant server is checked by its first request."""
+def _check_store(args: argparse.Namespace, data: dict[str, Any], *, create: bool, store: str | None = None) -> None:
+    """Fail before any parsing or model loading when the store cannot be used (raises StoreError naming the store
+    as given: ``store``, default ``--store``). A Qdrant server is checked by its first request."""
     from haystack_fin.store_check import check_pipeline_stores
 
     if not args.qdrant_url:
-        check_pipeline_stores(data, args.store, create=create)
+        check_pipeline_stores(data, store if store is not None else args.store, create=create)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -270,10 +270,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         import tempfile
 
         store = tempfile.mkdtemp(prefix="haystack-fin-eval-")
-    if args.qdrant_url is None:
-        from haystack_fin.store_check import check_pipeline_stores
-
-        check_pipeline_stores(pipeline_dict("indexing", store), store, create=True)
+    _check_store(args, pipeline_dict("indexing", store), create=True, store=store)
     result = run_financebench(
         args.questions,
         args.pdfs,

@@ -76,7 +76,6 @@ class HaystackFinRetrieval:
         from haystack_fin.query_runner import QueryRunner
 
         self.runner = QueryRunner(store_path, qdrant_url, ablations=ablate)
-        self.ablate = ablate
         self.top_k = top_k
         self.runner.pipe.warm_up()
         # What a server does at start-up: embedded Qdrant filters by scanning the collection in Python (~1.7 s

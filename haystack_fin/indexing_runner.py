@@ -31,7 +31,7 @@ from typing import Any
 
 from haystack import Document, Pipeline
 
-from haystack_fin.pipeline_loader import ALLOWED_MODULES
+from haystack_fin.pipeline_loader import ALLOWED_MODULES, drop_components
 from haystack_fin.store_check import connect_store, error_line
 
 logger = logging.getLogger(__name__)
@@ -104,20 +104,10 @@ def split_indexing_pipeline(
             )
     if not crossing:
         raise ValueError(f"no connection goes from {', '.join(parse)} to the rest of the pipeline")
-    rest = {k: v for k, v in data.items() if k not in ("components", "connections")}  # metadata, max_runs, ...
-
-    def stage(inside: bool) -> dict[str, Any]:
-        return {
-            **rest,
-            "components": {k: v for k, v in components.items() if (k in parse) == inside},
-            "connections": [
-                c
-                for c in connections
-                if (_component(c["sender"]) in parse) == inside and (_component(c["receiver"]) in parse) == inside
-            ],
-        }
-
-    return stage(True), stage(False), crossing
+    write = tuple(name for name in components if name not in parse)
+    # drop_components keeps the other top-level keys (metadata, max_runs_per_component, ...) and only the
+    # connections inside what is left.
+    return drop_components(data, write), drop_components(data, parse), crossing
 
 
 def _per_source(meta: dict[str, Any] | list[dict[str, Any]] | None, n: int) -> list[dict[str, Any] | None]:

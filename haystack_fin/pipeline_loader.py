@@ -13,8 +13,9 @@ from typing import Any
 import yaml
 from haystack import Pipeline
 
+from haystack_fin.store_check import store_nodes
+
 ALLOWED_MODULES = ["haystack_fin"]
-_QDRANT_STORE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
 
 
 def pipelines_dir() -> Path:
@@ -38,20 +39,13 @@ def _store_params(store_path: str | None, qdrant_url: str | None, index: str | N
     return params
 
 
-def _rewrite_stores(node: Any, params: dict[str, Any]) -> None:
-    if isinstance(node, dict):
-        if node.get("type") == _QDRANT_STORE:
-            init = node.setdefault("init_parameters", {})
-            init.update({k: v for k, v in params.items() if v is not None})
-            for key in ("path", "url", "location"):
-                if key in params and params[key] is None:
-                    init.pop(key, None)
-            return
-        for value in node.values():
-            _rewrite_stores(value, params)
-    elif isinstance(node, list):
-        for value in node:
-            _rewrite_stores(value, params)
+def _rewrite_stores(data: dict[str, Any], params: dict[str, Any]) -> None:
+    for node in store_nodes(data):
+        init = node.setdefault("init_parameters", {})
+        init.update({k: v for k, v in params.items() if v is not None})
+        for key in ("path", "url", "location"):
+            if key in params and params[key] is None:
+                init.pop(key, None)
 
 
 def pipeline_dict(

@@ -114,7 +114,6 @@ class QueryRunner:
             data = strip_generation(data)
         self.ablations = set(ablations)
         self.data = ablate(data, self.ablations)
-        self.generate = generate and "llm" in self.data["components"]
         self.pipe = Pipeline.from_dict(self.data, allowed_modules=ALLOWED_MODULES)
 
     def inputs(

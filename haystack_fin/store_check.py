@@ -52,24 +52,30 @@ def error_line(exc: BaseException) -> str:
     return f"{type(cause).__name__}: {first}" if first else type(cause).__name__
 
 
-def qdrant_store_params(pipeline_data: Any) -> Iterator[dict[str, Any]]:
-    """The ``init_parameters`` of every QdrantDocumentStore in a pipeline dict (YAML anchors give one dict many
-    times; each distinct configuration is returned once)."""
-    seen: set[str] = set()
+def store_nodes(pipeline_data: Any, store_type: str = QDRANT_STORE_TYPE) -> Iterator[dict[str, Any]]:
+    """Every ``{"type": store_type, "init_parameters": ...}`` dict nested in a pipeline dict, as the dict itself
+    (so a caller may edit it in place). YAML anchors give one dict in several places; it is yielded each time."""
     stack = [pipeline_data]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if node.get("type") == QDRANT_STORE_TYPE:
-                params = node.get("init_parameters") or {}
-                key = json.dumps(params, sort_keys=True, default=str)
-                if key not in seen:
-                    seen.add(key)
-                    yield params
+            if node.get("type") == store_type:
+                yield node
                 continue
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+
+
+def qdrant_store_params(pipeline_data: Any) -> Iterator[dict[str, Any]]:
+    """The ``init_parameters`` of every QdrantDocumentStore in a pipeline dict, each distinct configuration once."""
+    seen: set[str] = set()
+    for node in store_nodes(pipeline_data):
+        params = node.get("init_parameters") or {}
+        key = json.dumps(params, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            yield params
 
 
 def check_pipeline_stores(pipeline_data: dict[str, Any], label: str, *, create: bool) -> None:
