@@ -1,7 +1,7 @@
 """OCR word accuracy and speed on scans made from the committed fixtures' text pages.
 
 Each page is rendered to a grayscale image (``--scan-dpi``, a scanner's resolution) and put alone on an image-only
-PDF page; ``core.ocr.ocr_page`` reads it back at ``--dpi``. The expected words are the original page's text layer
+PDF page; ``core.ingest.ocr.ocr_page`` reads it back at ``--dpi``. The expected words are the original page's text layer
 (``page.get_text("words")``). Word accuracy is multiset overlap after normalizing quotes and dashes:
 recall = matched / expected words, precision = matched / OCR words, where a word matches at most as many times as
 it occurs on both sides. Prints one line per page and the totals.
@@ -20,7 +20,7 @@ import pymupdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from haystack_fin.core import ocr
+from haystack_fin.core.ingest import ocr
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 FILES = {

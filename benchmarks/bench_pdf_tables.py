@@ -20,8 +20,8 @@ from typing import Any
 
 import pymupdf
 
-from haystack_fin.core import pdf_tables
-from haystack_fin.core.pdf_tables import (
+from haystack_fin.core.ingest import pdf_tables
+from haystack_fin.core.ingest.pdf_tables import (
     find_table_regions,
     find_tables_checked,
     find_tables_pymupdf,

@@ -8,10 +8,18 @@ no head start from parsing the next filing while this one is embedded: the diffe
 boundary (task and outcome pickled through a pipe), which is split out per filing as ``ipc_ms`` (wall time of the
 parse call minus the parse time measured inside the worker).
 
+Wall time on a shared machine swings with other processes' load (the same filing's write stage took 65 s and
+152 s in two runs here), so each path's CPU time is recorded too: this process's user+system time, plus the
+worker's (read from /proc) for the worker path. CPU seconds barely move with other processes' load, and the
+worker's overhead (a second interpreter, pickling both ways) is CPU work, so it shows up there.
+
+``--sample N``: N filings evenly spaced over the sorted list (the dev PDFs differ in size and layout).
+
 ``--batch``: additionally ``index_filings`` over all the filings once with ``workers=1`` and once with
 ``in_process=True`` (what ``haystack-fin index`` does, including the overlap of parsing and embedding).
 
-    python benchmarks/bench_workers.py --pdfs ../shared/data/financebench-dev/pdfs [--limit N] [--batch] [--out R.json]
+    python benchmarks/bench_workers.py --pdfs ../shared/data/financebench-dev/pdfs [--limit N | --sample N]
+        [--batch] [--out R.json]
 """
 
 import argparse
@@ -29,6 +37,20 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 logger = logging.getLogger("bench_workers")
+
+
+def _cpu_of(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux /proc; 0.0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu() -> float:
+    t = os.times()
+    return t.user + t.system
 
 
 def _with_store(data: dict, path: Path) -> dict:
@@ -56,17 +78,20 @@ def alternating(pdfs: list[Path], tmp: Path) -> dict:
             row: dict = {"filing": pdf.stem}
 
             def run_old(row: dict = row, pdf: Path = pdf) -> None:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), _own_cpu()
                 result = old.run({"converter": {"sources": [str(pdf)]}})
                 row["old_s"] = time.perf_counter() - t0
+                row["old_cpu_s"] = _own_cpu() - c0
                 row["old_nodes"] = result["writer"]["documents_written"]
 
             def run_new(row: dict = row, pdf: Path = pdf) -> None:
-                t0 = time.perf_counter()
+                (worker,) = pool._workers  # one worker, started above and reused
+                t0, c0, w0 = time.perf_counter(), _own_cpu(), _cpu_of(worker.process.pid)
                 (outcome,) = pool.parse([str(pdf)], timeout_s=None)
                 t1 = time.perf_counter()
                 result = write.run(outcome.stage_outputs)
                 t2 = time.perf_counter()
+                row["new_cpu_s"] = _own_cpu() - c0 + _cpu_of(worker.process.pid) - w0
                 assert not outcome.failures, outcome.failures
                 row.update(
                     pages=outcome.n_pages,
@@ -90,11 +115,13 @@ def alternating(pdfs: list[Path], tmp: Path) -> dict:
                 run()
             rows.append(row)
             logger.info(
-                "%-36s %4d pages  old %6.1f ms/page  worker %6.1f ms/page  (ipc %5.0f ms, %.2f MB)",
+                "%-34s %4d pages  old %6.1f ms/page (cpu %6.1f)  worker %6.1f ms/page (cpu %6.1f) ipc %4.0f ms %.2f MB",
                 pdf.stem,
                 row["pages"],
                 1000 * row["old_s"] / row["pages"],
+                1000 * row["old_cpu_s"] / row["pages"],
                 1000 * row["new_s"] / row["pages"],
+                1000 * row["new_cpu_s"] / row["pages"],
                 1000 * row["ipc_s"],
                 row["pickle_mb"],
             )
@@ -111,6 +138,9 @@ def alternating(pdfs: list[Path], tmp: Path) -> dict:
         "old_ms_per_page": round(1000 * total("old_s") / pages, 1),
         "worker_ms_per_page": round(1000 * total("new_s") / pages, 1),
         "ratio": round(total("new_s") / total("old_s"), 4),
+        "old_cpu_ms_per_page": round(1000 * total("old_cpu_s") / pages, 1),
+        "worker_cpu_ms_per_page": round(1000 * total("new_cpu_s") / pages, 1),
+        "cpu_ratio": round(total("new_cpu_s") / total("old_cpu_s"), 4),
         "worker_parse_ms_per_page": round(1000 * total("parse_s") / pages, 1),
         "worker_ipc_ms_per_page": round(1000 * total("ipc_s") / pages, 2),
         "worker_write_ms_per_page": round(1000 * total("write_s") / pages, 1),
@@ -145,12 +175,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pdfs", default="../shared/data/financebench-dev/pdfs", help="folder of filing PDFs")
     parser.add_argument("--limit", type=int, default=0, help="only the first N PDFs (sorted by name)")
+    parser.add_argument("--sample", type=int, default=0, help="N filings evenly spaced over the sorted list")
     parser.add_argument("--batch", action="store_true", help="also time index_filings on the whole batch")
     parser.add_argument("--out", default=None, help="write the result JSON here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logger.setLevel(logging.INFO)  # this script's per-filing lines, not Haystack's per-component ones
     pdfs = sorted(Path(args.pdfs).glob("*.pdf"))[: args.limit or None]
+    if args.sample and len(pdfs) > args.sample:
+        step = len(pdfs) / args.sample
+        pdfs = [pdfs[int(i * step)] for i in range(args.sample)]
     if not pdfs:
         print(f"no PDFs in {args.pdfs}", file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ import pymupdf
 from haystack_fin.components.filing_converter import FilingConverter
 from haystack_fin.components.filing_splitter import FilingSplitter
 from haystack_fin.core import schema
-from haystack_fin.core.pdf_tables import value_lines
+from haystack_fin.core.ingest.pdf_tables import value_lines
 
 MAX_ROWS = 15
 

@@ -2,7 +2,7 @@
 
 Runs what indexing runs up to the sections: ``FilingConverter.parse``, ``detect_filing_meta`` on the page texts
 (as ``FilingConverter.to_document`` does), page cleanup and ``detect_item_sections`` (falling back to heading
-sections, as ``core.filing_structure.structure_filing`` does). No chunking, no embedding.
+sections, as ``core.ingest.structure.structure_filing`` does). No chunking, no embedding.
 
     python benchmarks/item_starts.py ../shared/data/financebench-dev/pdfs ../shared/data/edgar-html \
         [--out items.json] [--cache DIR] [--diff before.json]
@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from haystack_fin.components.filing_converter import FilingConverter
-from haystack_fin.core.filing_meta import detect_filing_meta
-from haystack_fin.core.layout import FilingParseError, ParsedFiling
-from haystack_fin.core.page_cleanup import join_page_breaks, remove_page_furniture
-from haystack_fin.core.sec_items import detect_heading_sections, detect_item_sections
+from haystack_fin.core.ingest.cleanup import join_page_breaks, remove_page_furniture
+from haystack_fin.core.ingest.filing_meta import detect_filing_meta
+from haystack_fin.core.ingest.items import detect_heading_sections, detect_item_sections
+from haystack_fin.core.ingest.layout import FilingParseError, ParsedFiling
 
 SUFFIXES = (".pdf", ".htm", ".html", ".htm.gz", ".html.gz")
 

@@ -61,7 +61,8 @@ MANIFEST = "manifest.json"
 FLAG_FACTOR = 3.0
 SLOWEST_N = 10
 # An image-only page: fewer non-space characters than this, and one image over this share of the page (the same
-# rule as core/ocr.py's needs_ocr, repeated here so the sweep can tell scanned pages apart without the OCR extra).
+# rule as core/ingest/ocr.py's needs_ocr, repeated here so the sweep can tell scanned pages apart without the OCR
+# extra).
 _SCAN_MAX_CHARS = 20
 _SCAN_MIN_IMAGE_SHARE = 0.3
 

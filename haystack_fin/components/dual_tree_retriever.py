@@ -11,9 +11,7 @@ from haystack.utils.filters import document_matches_filter
 
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.schema import NodeType
-from haystack_fin.core.statements import statements_in_query
-from haystack_fin.core.tree_search import (
+from haystack_fin.core.retrieval.tree_search import (
     IndexNode,
     ItemSearchResult,
     ItemTree,
@@ -22,6 +20,8 @@ from haystack_fin.core.tree_search import (
     flat_search,
     n_candidates_for,
 )
+from haystack_fin.core.schema import NodeType
+from haystack_fin.core.statements import statements_in_query
 from haystack_fin.store_registry import shared_store
 
 logger = logging.getLogger(__name__)

@@ -8,10 +8,10 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ByteStream
 
 from haystack_fin.core import schema
-from haystack_fin.core.filing_meta import detect_filing_meta
-from haystack_fin.core.html_parse import parse_html_filing
-from haystack_fin.core.layout import FilingParseError, ParsedFiling
-from haystack_fin.core.pdf_parse import parse_pdf_filing
+from haystack_fin.core.ingest.filing_meta import detect_filing_meta
+from haystack_fin.core.ingest.html import parse_html_filing
+from haystack_fin.core.ingest.layout import FilingParseError, ParsedFiling
+from haystack_fin.core.ingest.pdf import parse_pdf_filing
 from haystack_fin.core.text import normalize_whitespace
 
 logger = logging.getLogger(__name__)

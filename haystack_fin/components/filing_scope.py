@@ -5,8 +5,9 @@ from haystack import component
 from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
+from haystack_fin.core.retrieval.companies import CompanyIndex
+from haystack_fin.core.retrieval.filing_ranking import FilingProfile, resolve_scope
 from haystack_fin.core.schema import NodeType
-from haystack_fin.core.scope import CompanyIndex, FilingProfile, resolve_scope
 from haystack_fin.store_registry import shared_store
 
 logger = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ class FilingScope:
     ``FilingSplitter``: meta ``filing_id``, ``company``, ``ticker``, ``form``, ``fiscal_year``, ``fiscal_quarter``,
     ``period_end``, ``period``, ``items``), recognizes the company the question names (name, alias, ticker, or a
     small typo), and ranks that company's filings by the question's fiscal year, quarter, date and form. The
-    scoring rules are documented in ``haystack_fin.core.scope``.
+    scoring rules are documented in ``haystack_fin.core.retrieval.filing_ranking``.
 
     Outputs the ranked ``filing_ids``, a Haystack ``filters`` dict on ``meta.filing_id`` for any retriever, and a
     JSON-serializable ``scope`` explanation. A question naming no indexed company is unscoped: every filing id is

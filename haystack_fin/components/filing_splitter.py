@@ -7,9 +7,9 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from haystack_fin.core import schema
-from haystack_fin.core.filing_meta import detect_filing_meta
-from haystack_fin.core.filing_structure import ChunkRecord, FilingStructure, structure_filing
-from haystack_fin.core.layout import Element, ParsedFiling
+from haystack_fin.core.ingest.filing_meta import detect_filing_meta
+from haystack_fin.core.ingest.layout import Element, ParsedFiling
+from haystack_fin.core.ingest.structure import ChunkRecord, FilingStructure, structure_filing
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.schema import Modality, NodeType
 from haystack_fin.core.statements import classify_statement_table

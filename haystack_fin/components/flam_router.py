@@ -4,8 +4,8 @@ from typing import Any
 from haystack import Document, component
 
 from haystack_fin.core import schema
-from haystack_fin.core.flam import DEFAULT_SMOOTHING, FilingStats, ItemBudget, route, validate_weighting
 from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.retrieval.flam import DEFAULT_SMOOTHING, FilingStats, ItemBudget, route, validate_weighting
 from haystack_fin.core.schema import NodeType
 from haystack_fin.store_registry import shared_store
 
@@ -50,7 +50,7 @@ class FlamRouter:
     clusters; each Item of a filing is weighted by how often it mentions those clusters relative to all lexicon
     terms it mentions; the retrieval budget ``top_k`` is split across filings (uniformly, ties to the first filing
     given) and then across Items in proportion to the weights, summing to exactly ``top_k``. The rules (smoothing,
-    fallbacks, cover page, IDF) are documented in ``haystack_fin.core.flam``.
+    fallbacks, cover page, IDF) are documented in ``haystack_fin.core.retrieval.flam``.
 
     Reads the store's filing nodes (``meta.node_type == "filing"``), written by ``FilingSplitter``/``FilingWriter``:
     ``filing_id``, ``form``, ``items`` (``[{item, n_chunks, ...}]``), ``item_term_counts`` (``{item: {cluster_id:

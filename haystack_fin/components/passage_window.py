@@ -6,7 +6,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
-from haystack_fin.core.windows import WindowPart, build_window, chunk_index, join_window, neighbour_ids
+from haystack_fin.core.retrieval.windows import WindowPart, build_window, chunk_index, join_window, neighbour_ids
 from haystack_fin.store_registry import shared_store
 
 logger = logging.getLogger(__name__)

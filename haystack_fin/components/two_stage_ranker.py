@@ -9,20 +9,16 @@ from haystack_integrations.components.rankers.sentence_transformers import Sente
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import resolve_model
-from haystack_fin.core.schema import Modality
-from haystack_fin.core.scope import company_aliases
-from haystack_fin.core.scoring import (
-    BUDGET_K,
-    RERANK,
+from haystack_fin.core.retrieval.companies import company_aliases
+from haystack_fin.core.retrieval.passage_scoring import (
     FallbackWeights,
-    GroupKey,
     Passage,
     PassageScore,
     content_terms,
-    group_budgets,
     score_passages,
-    two_stage_select,
 )
+from haystack_fin.core.retrieval.two_stage_selection import BUDGET_K, RERANK, GroupKey, group_budgets, two_stage_select
+from haystack_fin.core.schema import Modality
 from haystack_fin.core.statements import statements_in_query
 
 logger = logging.getLogger(__name__)
@@ -69,15 +65,15 @@ class TwoStageRanker:
     Stage 1 keeps the best ``k_i`` passages of every (``filing_id``, ``item``) group, so one verbose Item cannot
     crowd out the others; stage 2 keeps the best ``top_k`` of the survivors across groups. ``k_i`` is
     ``stage1_top_k`` when set, else the ``budget_k`` meta the upstream router put on the group's passages, else
-    ``ceil(top_k / number of groups)`` (see ``haystack_fin.core.scoring.group_budgets``). Documents without
-    ``filing_id``/``item`` form one group, so the ranker also works after any plain retriever.
+    ``ceil(top_k / number of groups)`` (see ``haystack_fin.core.retrieval.two_stage_selection.group_budgets``).
+    Documents without ``filing_id``/``item`` form one group, so the ranker also works after any plain retriever.
 
     Scorer: with ``model`` set, any sentence-transformers cross-encoder (hub name or local path), run through
     Haystack's ``SentenceTransformersSimilarityRanker``; each (query, passage) pair is scored once and the same
     scores serve both stages, because a cross-encoder's pointwise scores are comparable across Items. With
-    ``model=None``, the fallback scorer of ``haystack_fin.core.scoring``: bi-encoder cosine (when ``query_embedding``
-    is given and the documents carry embeddings; retrievers need ``return_embedding=True``), BM25 over the
-    candidate set, a table prior for questions that ask for a number, and a statement prior for blocks of the
+    ``model=None``, the fallback scorer of ``haystack_fin.core.retrieval.passage_scoring``: bi-encoder cosine (when
+    ``query_embedding`` is given and the documents carry embeddings; retrievers need ``return_embedding=True``), BM25
+    over the candidate set, a table prior for questions that ask for a number, and a statement prior for blocks of the
     financial statement a question names or implies (``meta["statement"]``), fused into a score in [0, 1]. The
     candidates' company names and tickers (meta ``company``, ``ticker``) are left out of the question's terms:
     they choose the filing, not the passage.
@@ -136,7 +132,7 @@ class TwoStageRanker:
         :param meta_fields_to_embed: meta fields prepended to the content for both scorers, e.g. ``["context"]``
             (FilingSplitter's company/form/period and section-path line).
         :param fallback_weights: weights of the fallback scorer's signals, any of ``dense``, ``lexical``, ``table``,
-            ``statement`` (defaults in ``haystack_fin.core.scoring.FallbackWeights``).
+            ``statement`` (defaults in ``haystack_fin.core.retrieval.passage_scoring.FallbackWeights``).
         :param lexicon_path: lexicon JSON used to tell which financial statements a question is about (the
             fallback's statement prior); default: the built-in lexicon.
         """

@@ -58,7 +58,7 @@ CHUNK_INDEX = "chunk_index"
 TABLE_JSON = "table"
 STATEMENT = "statement"  # a primary-statement table's kind ("balance_sheet", ...; core/statements.py)
 INDEX_RUN = "index_run"
-# Chunks read by OCR from scanned pages (core/ocr.py): the flag, the mean recognition confidence (0-1), and the
+# Chunks read by OCR from scanned pages (core/ingest/ocr.py): the flag, the mean recognition confidence (0-1), and the
 # numbers that fail the plausibility check, as [token, reason] (text) or [row, col, text, reason] (table blocks,
 # row indexing meta["table"]["rows"]).
 OCR = "ocr"

@@ -13,15 +13,15 @@ statements: their titles ("CONSOLIDATED STATEMENTS OF CASH FLOWS"). This module
   input statements ("quick ratio": balance sheet) weighs ``IMPLIED_WEIGHT``.
 
 Retrieval then adds the matching statement blocks to the candidates and the ranker's fallback scorer gives them a
-prior (``haystack_fin.core.scoring``). Kinds are the lexicon's statement cluster ids, so a custom lexicon keeps
-working as long as it keeps those ids and categories.
+prior (``haystack_fin.core.retrieval.passage_scoring``). Kinds are the lexicon's statement cluster ids, so a custom
+lexicon keeps working as long as it keeps those ids and categories.
 """
 
 import re
 from collections.abc import Mapping
 
+from haystack_fin.core.ingest.items import form_family
 from haystack_fin.core.lexicon import Lexicon, normalize_term
-from haystack_fin.core.sec_items import form_family
 
 # Statement kinds = the lexicon clusters that name a statement.
 INCOME_STATEMENT = "income_statement"

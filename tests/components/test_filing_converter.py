@@ -6,7 +6,7 @@ from haystack.dataclasses import ByteStream
 
 from haystack_fin.components.filing_converter import FilingConverter, filing_id_for
 from haystack_fin.core import schema
-from haystack_fin.core.layout import Element
+from haystack_fin.core.ingest.layout import Element
 
 
 def _bad_files(tmp_path, fixtures):

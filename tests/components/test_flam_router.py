@@ -7,8 +7,8 @@ from haystack.core.serialization import component_from_dict, component_to_dict
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_fin.components.flam_router import FlamRouter, budget_filters
-from haystack_fin.core.flam import ItemBudget
 from haystack_fin.core.lexicon import Lexicon, TermCluster
+from haystack_fin.core.retrieval.flam import ItemBudget
 
 ROUTER_TYPE = "haystack_fin.components.flam_router.FlamRouter"
 

@@ -1,6 +1,6 @@
 import pytest
 
-from haystack_fin.core.chunking import Paragraph, chunk_paragraphs
+from haystack_fin.core.ingest.chunking import Paragraph, chunk_paragraphs
 from haystack_fin.core.text import estimate_tokens, normalize_whitespace, split_sentences
 
 
@@ -64,3 +64,18 @@ def test_long_sentence_is_cut_between_words():
 def test_invalid_sizes_raise():
     with pytest.raises(ValueError, match="overlap_tokens"):
         chunk_paragraphs([], 50, 50)
+
+
+def test_a_word_longer_than_the_budget_is_cut_between_characters() -> None:
+    """A 200,000-character run without spaces (a filler line of an HTML filing) must not become one chunk."""
+    para = Paragraph("Intro text. " + "x" * 200_000 + " tail.", [3], ["Item 7"])
+    chunks = chunk_paragraphs([para], chunk_tokens=200, overlap_tokens=0)
+    assert len(chunks) > 100
+    assert max(estimate_tokens(c.text) for c in chunks) <= 200
+    assert "".join(c.text for c in chunks).replace(" ", "").replace("\n", "") == para.text.replace(" ", "")
+
+
+def test_a_heading_longer_than_the_budget_is_cut() -> None:
+    para = Paragraph("H" * 50_000, [1], ["Item 1"], is_heading=True)
+    chunks = chunk_paragraphs([para], chunk_tokens=200, overlap_tokens=0)
+    assert max(estimate_tokens(c.text) for c in chunks) <= 200

@@ -8,8 +8,10 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from haystack_fin.core import filing_meta, schema
-from haystack_fin.core.filing_meta import FORMS, FilingMeta, annual_fiscal_year, detect_filing_meta
+from haystack_fin.core import schema
+from haystack_fin.core.ingest import filing_meta
+from haystack_fin.core.ingest.filing_meta import FORMS, FilingMeta, detect_filing_meta
+from haystack_fin.core.periods import MONTH, annual_fiscal_year
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -344,8 +346,8 @@ def test_rewritten_cover_patterns_match_as_before() -> None:
 
 
 OLD_DATE = (
-    rf"(?:(?P<m1>{filing_meta._MONTH})\s*(?P<d1>\d{{1,2}})\s*,?\s*(?P<y1>(?:19|20)\d\d)"
-    rf"|(?P<d2>\d{{1,2}})\s+(?P<m2>{filing_meta._MONTH})\s*,?\s*(?P<y2>(?:19|20)\d\d)"
+    rf"(?:(?P<m1>{MONTH})\s*(?P<d1>\d{{1,2}})\s*,?\s*(?P<y1>(?:19|20)\d\d)"
+    rf"|(?P<d2>\d{{1,2}})\s+(?P<m2>{MONTH})\s*,?\s*(?P<y2>(?:19|20)\d\d)"
     r"|(?P<y3>(?:19|20)\d\d)-(?P<m3>[01]\d)-(?P<d3>[0-3]\d))"
 )
 OLD_DATE_PATTERNS = {

@@ -4,7 +4,8 @@ import random
 
 import pytest
 
-from haystack_fin.core.flam import (
+from haystack_fin.core.lexicon import Lexicon, TermCluster
+from haystack_fin.core.retrieval.flam import (
     BASIS_COUNTS,
     BASIS_PRIORS,
     BASIS_UNIFORM,
@@ -20,7 +21,6 @@ from haystack_fin.core.flam import (
     route,
     score_items,
 )
-from haystack_fin.core.lexicon import Lexicon, TermCluster
 
 # Hand-made Item statistics of a small 10-K: Item 8 mentions revenue most often in absolute terms, Item 7 most
 # often relative to everything it mentions; 1B is a one-line placeholder; Item 4 has no chunks.

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from haystack_fin.core.html_parse import clean_table_rows, merge_cell_fragments, parse_html_filing
-from haystack_fin.core.layout import Element, FilingParseError, ParsedFiling
+from haystack_fin.core.ingest.html import clean_table_rows, merge_cell_fragments, parse_html_filing
+from haystack_fin.core.ingest.layout import Element, FilingParseError, ParsedFiling
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "aapl-10-q-2025-08-01.html.gz"
 

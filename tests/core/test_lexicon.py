@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from haystack_fin.core.ingest.items import CATALOGS
 from haystack_fin.core.lexicon import (
     Lexicon,
     TermCluster,
@@ -15,7 +16,6 @@ from haystack_fin.core.lexicon import (
     similarity,
     split_finrad_term,
 )
-from haystack_fin.core.sec_items import CATALOGS
 
 DATA_FILE = Path(__file__).resolve().parents[2] / "haystack_fin" / "data" / "lexicon.json"
 

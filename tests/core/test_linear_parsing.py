@@ -377,61 +377,61 @@ _Y4 = r"(?P<y>(?:19|20)\d\d)"
 # (module, attribute, the form it replaces, flags, pieces random inputs are built from)
 OLD_FORMS: list[tuple[str, str, str, int, list[str]]] = [
     (
-        "html_parse",
+        "ingest.html",
         "_NUMERIC_CELL",
         rf"^[$€£¥(]*\s*[{_D}+]?\s*\$?\s*(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s*[)%]*\)?$|^[{_D}]+$",
         0,
         ["$", "(", " ", "\n", "-", "—", "+", "1", ",", ".", ")", "%", "€", "a", "1,234"],
     ),
-    ("pdf_tables", "_LEADER_RE", r"[ .…·]{2,}$", 0, [" ", ".", "…", "·", "a", "\n", "1"]),
-    ("pdf_tables", "_LEADER_DOTS_RE", r"[.…·]{3,}$", 0, [" ", ".", "…", "·", "a", "\n", "1"]),
+    ("ingest.pdf_tables", "_LEADER_RE", r"[ .…·]{2,}$", 0, [" ", ".", "…", "·", "a", "\n", "1"]),
+    ("ingest.pdf_tables", "_LEADER_DOTS_RE", r"[.…·]{3,}$", 0, [" ", ".", "…", "·", "a", "\n", "1"]),
     (
-        "table_blocks",
+        "table_cells",
         "_CURRENCY_SUFFIX",
         r"\s*(?:\$|€|£|¥|USD|EUR|GBP)$",
         re.I,
         ["$", "€", "usd", "EUR", " ", "\n", "\xa0", "1", "a", "U", "SD"],
     ),
     (
-        "table_blocks",
+        "table_cells",
         "_FOOTNOTE",
         r"\s*(?:\([a-z]\)|\(\d{1,2}\)|\[[a-z0-9]{1,2}\]|\*+|[†‡§]+|[¹²³⁴⁵⁶⁷⁸⁹⁰]+)$",
         re.I,
         ["(", ")", "a", "B", "1", "12", "[", "]", "*", "†", "‡", "¹", "²", " ", "\n", "x"],
     ),
-    ("table_blocks", "_RATIO_SUFFIX", r"\s*(?:x|bps|bp|pts|pt|pp)$", re.I, ["x", "bps", "p", "t", "s", " ", "\n", "1"]),
-    ("trees", "_FOOTNOTE", r"\s*(\(\d{1,2}\)|\*+)$", 0, ["(", ")", "1", "12", "*", " ", "\n", "a", ":"]),
-    ("trees", "_FENCE", r"^```[a-zA-Z]*\s*|\s*```$", 0, ["```", "`", "json", " ", "\n", "{", "}", "a"]),
+    ("table_cells", "_RATIO_SUFFIX", r"\s*(?:x|bps|bp|pts|pt|pp)$", re.I, ["x", "bps", "p", "t", "s", " ", "\n", "1"]),
+    ("retrieval.trees", "_FOOTNOTE", r"\s*(\(\d{1,2}\)|\*+)$", 0, ["(", ")", "1", "12", "*", " ", "\n", "a", ":"]),
+    ("retrieval.trees", "_FENCE", r"^```[a-zA-Z]*\s*|\s*```$", 0, ["```", "`", "json", " ", "\n", "{", "}", "a"]),
     (
-        "scope",
+        "retrieval.question_scope",
         "_MONTH_DATE",
         rf"\b(?P<m>{_MONTH})\s*(?:of\s+)?,?\s*(?P<y>(?:19|20)\d\d)\b",
         0,
         ["Jan", "January", "Jan.", "MAY", "Sept.", "of", ",", " ", "\n", "2020", "1999", "20", "a"],
     ),
     (
-        "scope",
+        "retrieval.question_scope",
         "_DAY_DATES[1]",
         rf"\b(?P<d>\d{{1,2}})\s+(?P<m>{_MONTH})\s*,?\s+(?P<y>(?:19|20)\d\d)\b",
         0,
         ["1", "31", "Jan", "March", "DECEMBER", ",", " ", "\n", "2020", "a"],
     ),
     (
-        "scope",
+        "retrieval.question_scope",
         "_PERIOD_PATTERNS[0]",
         rf"\bFY\s?{_Y}\s*[-/]?\s*Q(?P<q>[1-4])\b",
         re.I,
         ["FY", "'", "2023", "24", " ", "-", "/", "Q", "q1", "Q4", "5", "\n"],
     ),
     (
-        "scope",
+        "retrieval.question_scope",
         "_PERIOD_PATTERNS[7]",
         rf"\b{_Y4}\s*-?\s*Q(?P<q>[1-4])\b",
         re.I,
         ["2023", "1999", " ", "-", "Q", "q2", "\n", "a", "0"],
     ),
     (
-        "scope",
+        "retrieval.question_scope",
         "_HALF",
         r"\b(?:H(?P<h>[12])|(?P<hw>first|second)\s+half)(?:\s+(?:of\s+)?(?:the\s+)?)?\s*"
         r"(?:(?P<f>FY|fiscal(?:\s+year)?)\s*'?(?P<fy>(?:19|20)\d\d|\d\d)|(?P<y>(?:19|20)\d\d))?\b",
@@ -439,7 +439,7 @@ OLD_FORMS: list[tuple[str, str, str, int, list[str]]] = [
         ["H1", "h2", "first", "second", "half", "of", "the", "FY", "fiscal", "year", "'", "2023", "23", " ", "."],
     ),
     (
-        "scope",
+        "retrieval.companies",
         "_TICKER_CONTEXT",
         r"(?:ticker|symbol|NYSE|NASDAQ|Nasdaq|AMEX|CBOE)\s*:?\s*$",
         re.I,
@@ -478,7 +478,9 @@ def test_rewritten_pattern_matches_as_before(module: str, attribute: str, old: s
 
 
 def test_rewritten_helpers_match_the_regexes_they_replace():
-    from haystack_fin.core import table_blocks, text, trees
+    from haystack_fin.core import text
+    from haystack_fin.core.ingest import table_blocks
+    from haystack_fin.core.retrieval import trees
 
     label_trim = re.compile(r"^[\W_]+|[\s:;,.*†‡§¹²³⁴⁵⁶⁷⁸⁹⁰]+$|\s*\((?:[a-z]|\d{1,2})\)$")
     think = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -541,15 +543,15 @@ def bounded(label: str, call: Callable[[], Any]) -> Any:
 
 
 def _structure(elements: list[Any], form: str = "10-K") -> Any:
-    from haystack_fin.core.filing_structure import structure_filing
-    from haystack_fin.core.layout import ParsedFiling
+    from haystack_fin.core.ingest.layout import ParsedFiling
+    from haystack_fin.core.ingest.structure import structure_filing
 
     n_pages = max(p for e in elements for p in e.pages)
     return structure_filing(ParsedFiling("synthetic.pdf", n_pages, elements), form, "SYN")
 
 
 def _item7(text: str, page: int = 1) -> list[Any]:
-    from haystack_fin.core.layout import Element
+    from haystack_fin.core.ingest.layout import Element
 
     heading = Element("text", "Item 7. Management's Discussion and Analysis", page, is_heading=True)
     return [heading, Element("text", text, page)]
@@ -586,7 +588,7 @@ def test_a_single_2mb_line(kind: str):
 
 @pytest.mark.slow
 def test_a_table_of_5000_rows():
-    from haystack_fin.core.layout import Element, TableData
+    from haystack_fin.core.ingest.layout import Element, TableData
 
     def row(i: int) -> list[str]:
         if i % 50 == 0:
@@ -607,7 +609,7 @@ def test_a_table_of_5000_rows():
 
 @pytest.mark.slow
 def test_1000_headings_and_item_lines():
-    from haystack_fin.core.layout import Element
+    from haystack_fin.core.ingest.layout import Element
 
     headings = []
     for i in range(1_000):
@@ -625,7 +627,7 @@ def test_1000_headings_and_item_lines():
 
 @pytest.mark.slow
 def test_dot_leaders_without_page_numbers():
-    from haystack_fin.core.layout import Element
+    from haystack_fin.core.ingest.layout import Element
 
     rng = random.Random(1)
     elements = []
@@ -643,7 +645,7 @@ def _html(body: str) -> bytes:
 
 @pytest.mark.slow
 def test_html_with_a_2mb_line_and_a_5000_row_table():
-    from haystack_fin.core.html_parse import parse_html_filing
+    from haystack_fin.core.ingest.html import parse_html_filing
 
     line = _html(f"<p>Item 7. Management's Discussion</p><p>{'revenue ' * 250_000}</p>")
     parsed = bounded("HTML 2 MB line", lambda: parse_html_filing("line.htm", data=line))
@@ -661,7 +663,7 @@ def test_html_with_a_2mb_line_and_a_5000_row_table():
 
 @pytest.mark.slow
 def test_html_cells_that_defeated_the_fragment_merge():
-    from haystack_fin.core.html_parse import parse_html_filing
+    from haystack_fin.core.ingest.html import parse_html_filing
 
     # Every ")" cell used to scan back over all the cells emptied before it: quadratic in the row's width.
     closing = _html(f"<table><tr><td>a</td><td>1</td>{'<td>)</td>' * 30_000}</tr><tr><td>b</td><td>2</td></tr></table>")
@@ -675,7 +677,7 @@ def test_html_cells_that_defeated_the_fragment_merge():
 def test_pdf_dot_leaders_and_a_page_of_one_long_line():
     import pymupdf
 
-    from haystack_fin.core.pdf_parse import parse_pdf_filing
+    from haystack_fin.core.ingest.pdf import parse_pdf_filing
 
     # Few insert_text calls (multi-line strings): building a page with thousands of calls is quadratic in PyMuPDF.
     doc = pymupdf.open()

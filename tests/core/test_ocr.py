@@ -1,4 +1,4 @@
-"""OCR of scanned pages (core/ocr.py) and its path through the parser and the splitter.
+"""OCR of scanned pages (core/ingest/ocr.py) and its path through the parser and the splitter.
 
 The scans are made here: pages of the Best Buy 10-Q fixture are rendered to grayscale images and put alone on
 image-only PDF pages, so the expected output is the original page's text layer. OCR'd pages take 16-70 s of CPU
@@ -15,12 +15,13 @@ import pytest
 
 from haystack_fin.components.filing_converter import FilingConverter
 from haystack_fin.components.filing_splitter import FilingSplitter
-from haystack_fin.core import ocr, schema
-from haystack_fin.core.layout import FilingParseError
-from haystack_fin.core.ocr import number_suspicion, suspect_numbers, suspect_table_cells
-from haystack_fin.core.pdf_parse import parse_pdf_filing
-from haystack_fin.core.pdf_tables import find_table_regions
-from haystack_fin.core.table_blocks import parse_number
+from haystack_fin.core import schema
+from haystack_fin.core.ingest import ocr
+from haystack_fin.core.ingest.layout import FilingParseError
+from haystack_fin.core.ingest.ocr import number_suspicion, suspect_numbers, suspect_table_cells
+from haystack_fin.core.ingest.pdf import parse_pdf_filing
+from haystack_fin.core.ingest.pdf_tables import find_table_regions
+from haystack_fin.core.table_cells import parse_number
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bestbuy-10q-2023-07-29.pdf"
 # 1-based fixture pages: the balance sheet under "PART I" / "Item 1. Financial Statements", the income

@@ -1,5 +1,5 @@
-from haystack_fin.core.layout import Element, TableData
-from haystack_fin.core.page_cleanup import is_page_number, join_page_breaks, remove_page_furniture
+from haystack_fin.core.ingest.cleanup import is_page_number, join_page_breaks, remove_page_furniture
+from haystack_fin.core.ingest.layout import Element, TableData
 
 BODIES = [
     f"Paragraph about {topic} and what drove it."

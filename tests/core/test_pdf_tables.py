@@ -8,9 +8,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from haystack_fin.core import pdf_tables
-from haystack_fin.core.layout import TableData
-from haystack_fin.core.pdf_tables import (
+from haystack_fin.core.ingest import pdf_tables
+from haystack_fin.core.ingest.layout import TableData
+from haystack_fin.core.ingest.pdf_tables import (
     DetectedTable,
     find_table_regions,
     find_tables_checked,

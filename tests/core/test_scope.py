@@ -10,14 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from haystack_fin.core.scope import (
-    CompanyIndex,
-    FilingProfile,
-    company_aliases,
-    company_key,
-    parse_question_scope,
-    resolve_scope,
-)
+from haystack_fin.core.retrieval.companies import CompanyIndex, company_aliases, company_key
+from haystack_fin.core.retrieval.filing_ranking import FilingProfile, resolve_scope
+from haystack_fin.core.retrieval.question_scope import parse_question_scope
 
 # filing_id, company, ticker, form, fiscal_year, fiscal_quarter, period_end, period, items (shared with the other
 # scope tests: tests/fixtures/filing_profiles.json)

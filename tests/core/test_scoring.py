@@ -5,20 +5,17 @@ import random
 
 import pytest
 
-from haystack_fin.core.scoring import (
+from haystack_fin.core.retrieval.passage_scoring import (
     FallbackWeights,
-    GroupBudget,
     Passage,
     asks_for_number,
     content_terms,
     dense_scores,
     drop_phrases,
-    even_split,
-    group_budgets,
     lexical_scores,
     score_passages,
-    two_stage_select,
 )
+from haystack_fin.core.retrieval.two_stage_selection import GroupBudget, even_split, group_budgets, two_stage_select
 
 QUERY = "What was the FY2018 capital expenditure of 3M?"
 Q_EMB = [1.0, 0.0, 0.0]

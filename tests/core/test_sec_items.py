@@ -3,9 +3,9 @@ import re
 import time
 from pathlib import Path
 
-from haystack_fin.core import sec_items
-from haystack_fin.core.layout import Element, TableData
-from haystack_fin.core.sec_items import detect_heading_sections, detect_item_sections, part_of
+from haystack_fin.core.ingest import items as sec_items
+from haystack_fin.core.ingest.items import detect_heading_sections, detect_item_sections, part_of
+from haystack_fin.core.ingest.layout import Element, TableData
 
 
 def _el(text: str, page: int, heading: bool = False, size: float = 10.0) -> Element:

@@ -11,19 +11,18 @@ import re
 
 import pytest
 
-from haystack_fin.core.layout import TableData
-from haystack_fin.core.table_blocks import (
-    ParsedValue,
+from haystack_fin.core.ingest.layout import TableData
+from haystack_fin.core.ingest.table_blocks import (
+    MAX_CELL_CHARS,
     TableBlock,
     block_to_json,
     block_to_markdown,
-    detect_units,
+    clip_cell,
     is_group_label_row,
     is_total_row,
-    parse_cell,
-    parse_number,
     split_table_blocks,
 )
+from haystack_fin.core.table_cells import ParsedValue, detect_units, parse_cell, parse_number
 
 # --- fixtures ------------------------------------------------------------------------------------------------
 
@@ -591,3 +590,20 @@ def test_random_tables_render() -> None:
             assert all(_unescaped_pipes(line) == n_cols + 1 for line in lines)
             data = block_to_json(block)
             assert json.loads(json.dumps(data)) == data
+
+
+def test_leader_and_filler_cells_are_collapsed_and_clipped() -> None:
+    assert clip_cell("Net sales . . . . . . . . $") == "Net sales … $"
+    assert clip_cell("Net sales.............") == "Net sales…"
+    assert clip_cell("3.14159") == "3.14159" and clip_cell("—") == "—" and clip_cell("----") == "----"
+    assert clip_cell("." * 300_000) == "…"
+    long = clip_cell("word " * 10_000)
+    assert len(long) == MAX_CELL_CHARS + 1 and long.endswith("…")
+
+
+def test_a_filler_cell_does_not_blow_up_a_block() -> None:
+    table = TableData(rows=[["Item", "Page"], ["Business" + "." * 100_000, "3"], ["Risk factors", "9"]], header_rows=1)
+    (block,) = split_table_blocks(table)
+    text = block_to_markdown(block)
+    assert len(text) < 200 and "Business…" in text
+    assert block_to_json(block)["rows"][0]["cells"][0] == "Business…"

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from haystack_fin.core.tree_search import (
+from haystack_fin.core.retrieval.tree_search import (
     RRF_K,
     IndexNode,
     ItemTree,

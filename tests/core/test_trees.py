@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.trees import (
+from haystack_fin.core.retrieval.trees import (
     TreeTopology,
     build_tree_topology,
     clean_row_label,

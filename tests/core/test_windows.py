@@ -1,4 +1,4 @@
-from haystack_fin.core.windows import (
+from haystack_fin.core.retrieval.windows import (
     WindowPart,
     build_window,
     chunk_index,

@@ -7,22 +7,24 @@ Tables are therefore found by the fast geometric detector in ``pdf_tables`` on e
 every detected table. ``"pymupdf"`` runs PyMuPDF's finder alone on every page the cheap pre-check flags (~30% of
 a 10-K's pages, which alone would more than double indexing time).
 
-A page without a text layer (a scan: almost no characters, a large image) is read by OCR (``core.ocr``, the
+A page without a text layer (a scan: almost no characters, a large image) is read by OCR (``core.ingest.ocr``, the
 optional ``[ocr]`` extra) into the same word boxes and lines, so Items, headings and tables are found on it as on
 a text page; its elements carry ``ocr=True`` and the recognition confidence.
 """
 
+import bisect
 import logging
 import re
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import pymupdf
 
-from haystack_fin.core import ocr as ocr_engine
-from haystack_fin.core.layout import Element, FilingParseError, ParsedFiling
-from haystack_fin.core.pdf_tables import (
+from haystack_fin.core.ingest import ocr as ocr_engine
+from haystack_fin.core.ingest.layout import Element, FilingParseError, ParsedFiling
+from haystack_fin.core.ingest.pdf_tables import (
     DetectedTable,
     find_table_regions,
     find_tables_checked,
@@ -38,6 +40,8 @@ TableFinder = Literal["hybrid", "layout", "pymupdf", "none"]
 # Images smaller than this (points) are logos, rules and check boxes, not figures worth a chunk.
 _MIN_IMAGE_SIDE = 72.0
 _CAPTION_DISTANCE = 36.0
+# Lines of prose each side of a gutter before a page is read as two columns.
+_COLUMN_MIN_LINES = 5
 _SENTENCE_END = re.compile(r"[.:;!?)\]”\"]$")
 # Item and Part headings stay in the running text even when the table detector takes them for a table caption.
 _STRUCTURE_LINE = re.compile(r"^\s*(PART\s+[IV]+\b|I\s?T\s?E\s?M\s*\d)", re.IGNORECASE)
@@ -53,7 +57,12 @@ class _Line:
 
 
 def _page_lines(page: pymupdf.Page) -> list[_Line]:
-    """Visual lines of a page: PyMuPDF lines sharing a baseline are merged left to right."""
+    """Visual lines of a page in reading order (see ``_merge_lines``)."""
+    return _merge_lines(_raw_lines(page), page.rect.width)
+
+
+def _raw_lines(page: pymupdf.Page) -> list[_Line]:
+    """PyMuPDF's text lines of a page, before lines sharing a baseline are merged."""
     raw: list[_Line] = []
     data = page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)
     for block in data["blocks"]:
@@ -70,13 +79,14 @@ def _page_lines(page: pymupdf.Page) -> list[_Line]:
             bold_chars = sum(len(s["text"].strip()) for s in spans if s["flags"] & 16 or "bold" in s["font"].lower())
             size = max(spans, key=lambda s: len(s["text"]))["size"]
             raw.append(_Line(text, tuple(line["bbox"]), round(size, 1), bold_chars >= 0.8 * n_chars))
-    return _merge_lines(raw)
+    return raw
 
 
-def _ocr_lines(result: ocr_engine.OcrPage) -> list[_Line]:
+def _ocr_lines(result: ocr_engine.OcrPage, width: float) -> list[_Line]:
     """Visual lines of an OCR'd page: each recognized line box is a PyMuPDF line, merged the same way."""
     return _merge_lines(
-        [_Line(normalize_line(ln.text), ln.bbox, ln.size, ln.bold, ln.confidence) for ln in result.lines if ln.text]
+        [_Line(normalize_line(ln.text), ln.bbox, ln.size, ln.bold, ln.confidence) for ln in result.lines if ln.text],
+        width,
     )
 
 
@@ -86,7 +96,64 @@ def _mean_confidence(lines: list[_Line]) -> float | None:
     return sum(c * n for c, n in parts) / total if total else None
 
 
-def _merge_lines(raw: list[_Line]) -> list[_Line]:
+def _gutter(raw: list[_Line], width: float) -> float | None:
+    """The x of the gap between two columns of running text, or None for a one-column page.
+
+    A gutter is a vertical strip in the middle 40% of the page that (almost) no line crosses, with prose on both
+    sides: at least ``_COLUMN_MIN_LINES`` lines of several words each side whose median width is a quarter of the
+    page or more. A table's value columns are narrow, so a table page is not taken for two columns; a full-width
+    heading or footer crossing the strip is allowed (up to a tenth of the prose lines).
+    """
+    prose = [ln for ln in raw if len(ln.text.split()) >= 4]
+    if len(prose) < 2 * _COLUMN_MIN_LINES or width <= 0:
+        return None
+    starts = sorted(ln.bbox[0] for ln in raw)
+    ends = sorted(ln.bbox[2] for ln in raw)
+    best: tuple[int, float] | None = None
+    x = 0.3 * width
+    while x <= 0.7 * width:  # ~1 pt steps over a fixed strip: bisect keeps each step logarithmic in the lines
+        crossing = bisect.bisect_left(starts, x) - bisect.bisect_right(ends, x)
+        if best is None or crossing < best[0]:
+            best = (crossing, x)
+        x += 1.0
+    if best is None or best[0] > 0.1 * len(prose):
+        return None
+    gutter = best[1]
+    left = [ln.bbox[2] - ln.bbox[0] for ln in prose if ln.bbox[2] <= gutter]
+    right = [ln.bbox[2] - ln.bbox[0] for ln in prose if ln.bbox[0] >= gutter]
+    if min(len(left), len(right)) < _COLUMN_MIN_LINES:
+        return None
+    if min(statistics.median(left), statistics.median(right)) < 0.25 * width:
+        return None
+    return gutter
+
+
+def _merge_lines(raw: list[_Line], width: float = 0.0) -> list[_Line]:
+    """Visual lines in reading order.
+
+    On a two-column page (see ``_gutter``) each band between lines that cross the gutter is read left column
+    first, then right column, so that lines of the two columns sharing a baseline are not glued together.
+    """
+    gutter = _gutter(raw, width)
+    if gutter is None:
+        return _merge_baselines(raw)
+    raw.sort(key=lambda ln: (round(ln.bbox[1]), ln.bbox[0]))
+    out: list[_Line] = []
+    left: list[_Line] = []
+    right: list[_Line] = []
+    for ln in raw:
+        if ln.bbox[2] <= gutter:
+            left.append(ln)
+        elif ln.bbox[0] >= gutter:
+            right.append(ln)
+        else:  # a full-width line ends the band above it
+            out += _merge_baselines(left) + _merge_baselines(right)
+            left, right = [], []
+            out.append(ln)
+    return out + _merge_baselines(left) + _merge_baselines(right)
+
+
+def _merge_baselines(raw: list[_Line]) -> list[_Line]:
     """Lines sharing a baseline are merged left to right (a table row's label and values become one line)."""
     raw.sort(key=lambda ln: (round(ln.bbox[1]), ln.bbox[0]))
     merged: list[_Line] = []
@@ -261,7 +328,7 @@ def parse_pdf_filing(
                     ) from None
                 ocr_pages[index] = result
                 # The few characters of a scan's text layer (a stamp, a page number) are in the image too.
-                lines = _ocr_lines(result)
+                lines = _ocr_lines(result, page.rect.width)
             page_lines.append(lines)
         if ocr_pages:
             logger.info("%s: %d page(s) read by OCR", name, len(ocr_pages))

@@ -19,7 +19,7 @@ from typing import Any
 
 import pymupdf
 
-from haystack_fin.core.layout import TableData
+from haystack_fin.core.ingest.layout import TableData
 from haystack_fin.core.text import normalize_line
 
 logger = logging.getLogger(__name__)

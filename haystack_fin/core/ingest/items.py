@@ -23,8 +23,8 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from haystack_fin.core.layout import Element
-from haystack_fin.core.page_cleanup import is_page_number
+from haystack_fin.core.ingest.cleanup import is_page_number
+from haystack_fin.core.ingest.layout import Element
 from haystack_fin.core.text import squash
 
 

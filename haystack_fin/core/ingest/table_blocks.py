@@ -1,4 +1,4 @@
-"""Financial table cells and row-group-aware table splitting.
+"""Table splitting: financial tables cut into row-group-aware blocks.
 
 Filing tables (balance sheets, cash-flow statements, segment tables) are often too long for one chunk. Cutting them
 every N rows separates a line item from its section ("Current liabilities") and its total, so this module splits a
@@ -11,148 +11,16 @@ every N rows separates a line item from its section ("Current liabilities") and 
   of the continuation block as context;
 * every block repeats the table's header rows.
 
-It also parses cell values the way filings print them ("(1,234)", "$ —", "(3.2)%") and finds unit statements
-("in millions, except per share data") so renderings can keep the reported units.
+Cell values and unit statements are read by ``core/table_cells.py``; blocks render to Markdown and JSON here.
 """
 
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from haystack_fin.core.layout import TableData
+from haystack_fin.core.ingest.layout import TableData
+from haystack_fin.core.table_cells import parse_number
 from haystack_fin.core.text import normalize_line
-
-# ---------------------------------------------------------------------------------------------------------------
-# Cell values
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ParsedValue:
-    """One table cell read as a number.
-
-    ``value`` is the number as printed (no unit scaling; "12%" gives 12.0), ``None`` when the cell holds no number
-    ("n/a", "NM", a date, text). ``is_percent``/``is_currency`` say whether a "%" or a currency sign was attached.
-    """
-
-    value: float | None
-    is_percent: bool
-    is_currency: bool
-    raw: str
-
-
-# Every dash a filing uses for minus or nil: hyphen, en dash, em dash, minus sign, figure dash, horizontal bar.
-_DASHES = "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
-_CURRENCY_PREFIX = re.compile(r"^(?:US\$|U\.S\.\$|C\$|A\$|\$|€|£|¥|USD|EUR|GBP)\s*", re.IGNORECASE)
-# The end-anchored patterns below start with lookbehinds: a match may only begin where a run of the characters it
-# repeats begins. Without them ``search`` rescans such a run from each of its positions (quadratic on a long run
-# of spaces or stars); the leftmost match, and so every result, is the same.
-_CURRENCY_SUFFIX = re.compile(r"(?<!\s)\s*(?:\$|€|£|¥|USD|EUR|GBP)$", re.IGNORECASE)
-# Footnote markers trail the number: "1,234 (a)", "1,234(1)", "1,234 [2]", "1,234*", "1,234 †", "1,234¹".
-_FOOTNOTE = re.compile(
-    r"(?<!\s)\s*(?:\([a-z]\)|\(\d{1,2}\)|\[[a-z0-9]{1,2}\]|(?<!\*)\*+|(?<![†‡§])[†‡§]+|(?<![¹²³⁴⁵⁶⁷⁸⁹⁰])[¹²³⁴⁵⁶⁷⁸⁹⁰]+)$",
-    re.IGNORECASE,
-)
-# Non-scaling suffixes: multiples ("1.2x") and basis/percentage points. "%" is handled separately to flag it.
-_RATIO_SUFFIX = re.compile(r"(?<!\s)\s*(?:x|bps|bp|pts|pt|pp)$", re.IGNORECASE)
-_NUMBER = re.compile(r"^(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$|^\.\d+$")
-_NIL_WORDS = {"nil"}
-
-
-def parse_cell(cell: str) -> ParsedValue:
-    """Read a financial table cell: sign, currency, percent, footnote markers and nil dashes.
-
-    "(1,234)" -> -1234, "$ 1,093" -> 1093 (currency), "(3.2)%" -> -3.2 (percent), "—" / "$ —" -> 0.0 (EDGAR prints
-    a dash for nil), "1.2x" -> 1.2, "1,234 (a)" -> 1234; "n/a", "NM", "" and text -> None. A bare "(1)" is -1, not
-    a footnote: markers are only stripped when a number remains. Numbers are never scaled by units.
-    """
-    raw = cell
-    text = normalize_line(cell)
-    is_percent = False
-    is_currency = False
-    negative = False
-
-    # Strip footnote markers first, but never eat the whole number: "(1)" alone is a negative one.
-    while True:
-        stripped = _FOOTNOTE.sub("", text)
-        if stripped == text or not any(ch.isdigit() or ch in _DASHES for ch in stripped):
-            break
-        text = stripped
-
-    # Peel decorations from the outside in; parentheses, signs, "%" and "$" nest in any order in filings
-    # ("($1,234)", "$(1,234)", "(3.2)%", "(3.2%)", "-$12", "$-12"). Parentheses and a minus sign both mean negative;
-    # a cell showing both ("(-12)") is a redundant notation, not a double negation.
-    for _ in range(6):
-        before = text
-        if text.endswith("%"):
-            is_percent, text = True, text[:-1].rstrip()
-        if match := _CURRENCY_PREFIX.match(text):
-            is_currency, text = True, text[match.end() :]
-        if (match := _CURRENCY_SUFFIX.search(text)) and match.start() > 0:  # "$" alone is not a value
-            is_currency, text = True, text[: match.start()]
-        if len(text) >= 2 and text[0] == "(" and text[-1] == ")":
-            negative, text = True, text[1:-1].strip()
-        elif text[:1] == "+" and len(text) > 1:
-            text = text[1:].lstrip()
-        elif text[:1] in _DASHES and len(text) > 1 and text.strip(_DASHES + " "):
-            negative, text = True, text[1:].lstrip()
-        if text == before:
-            break
-
-    text = _RATIO_SUFFIX.sub("", text) if any(ch.isdigit() for ch in text) else text
-
-    if text and (not text.strip(_DASHES + " ") or text.lower() in _NIL_WORDS):
-        return ParsedValue(0.0, is_percent, is_currency, raw)
-    if not _NUMBER.match(text):
-        return ParsedValue(None, is_percent, is_currency, raw)
-    value = float(text.replace(",", ""))
-    return ParsedValue(-value if negative and value else value, is_percent, is_currency, raw)
-
-
-def parse_number(cell: str) -> float | None:
-    """The numeric value of a financial cell as printed (see ``parse_cell``), or None when it holds no number."""
-    return parse_cell(cell).value
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Units
-# ---------------------------------------------------------------------------------------------------------------
-
-_UNIT_MULTIPLIERS = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
-_SCALE = r"(?P<scale>thousand|million|billion|trillion)s?"
-_CURRENCY_WORD = r"(?:[$€£¥]|us\$|usd|eur|gbp|u\.s\.\s+dollars?|dollars?|euros?)"
-_UNIT_PATTERNS = [
-    # "(in millions, except per share data)", "$ in thousands", "(Dollars in millions)", "amounts in € millions"
-    re.compile(rf"\bin\s+(?:{_CURRENCY_WORD}\s*)?{_SCALE}\b", re.IGNORECASE),
-    # "(Millions of dollars)", "thousands of U.S. dollars"
-    re.compile(rf"\b{_SCALE}\s+of\s+{_CURRENCY_WORD}", re.IGNORECASE),
-    # "($ millions)", "$ thousands", "USD millions", "(€ million)"
-    re.compile(rf"(?:[$€£¥]|\b(?:usd|eur|gbp))\s*{_SCALE}\b", re.IGNORECASE),
-    # "(in 000s)", "($000)", "$000's": the accountants' shorthand for thousands
-    re.compile(r"(?:\bin\s+|[$€£¥]\s*|\()(?P<k>000)(?:'?s)?\b", re.IGNORECASE),
-]
-
-
-def detect_units(*texts: str) -> tuple[str, float]:
-    """Find a unit statement in the given texts: ("millions", 1e6), ("thousands", 1e3), ...; ("", 1.0) if none.
-
-    Texts are tried in order (pass the most specific first, e.g. the table's units line, then its title, then the
-    header cells); within a text the earliest statement wins, so "(in millions, except per share data; shares in
-    thousands)" gives millions. Prose amounts like "$2.3 million" are not unit statements and do not match.
-    """
-    for text in texts:
-        if not text:
-            continue
-        best: tuple[int, str] | None = None
-        for pattern in _UNIT_PATTERNS:
-            match = pattern.search(text)
-            if match and (best is None or match.start() < best[0]):
-                scale = "thousand" if match.groupdict().get("k") else match.group("scale").lower()
-                best = (match.start(), scale)
-        if best is not None:
-            return best[1] + "s", _UNIT_MULTIPLIERS[best[1]]
-    return "", 1.0
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # Row classification
@@ -357,8 +225,24 @@ def _header_columns(header_rows: list[list[str]], n_cols: int) -> list[str]:
     return [" ".join(p) for p in parts]
 
 
+# A cell longer than this is clipped in a block's text and JSON: real cells (a label, a value, a footnote) are
+# far shorter, while a filler cell of an HTML layout table can run to 100,000+ characters and would make one table
+# block the size of a filing.
+MAX_CELL_CHARS = 2000
+# Dot leaders and fill-in rules ("Net sales . . . . $", "______"): every dot is a token to the embedder and BM25,
+# and none carries meaning. Dashes are left alone: a lone run of them is a nil value.
+_LEADER = re.compile(r"(?:\. ?){4,}|[_·…]{4,}")
+
+
+def clip_cell(cell: str) -> str:
+    """``cell`` with leader runs collapsed to one ellipsis, clipped to ``MAX_CELL_CHARS`` characters."""
+    if "." in cell or "_" in cell or "·" in cell or "…" in cell:
+        cell = _LEADER.sub("… ", cell).strip() if _LEADER.search(cell) else cell
+    return cell if len(cell) <= MAX_CELL_CHARS else cell[:MAX_CELL_CHARS] + "…"
+
+
 def _md_cell(cell: str) -> str:
-    return normalize_line(cell).replace("\\", "\\\\").replace("|", "\\|")
+    return normalize_line(clip_cell(cell)).replace("\\", "\\\\").replace("|", "\\|")
 
 
 def block_to_markdown(block: TableBlock, title: str = "", units: str = "") -> str:
@@ -386,7 +270,7 @@ def block_to_json(block: TableBlock, units_label: str = "", multiplier: float = 
     n_cols = max(block.n_cols, 1)
     rows: list[dict[str, Any]] = []
     for i, row in enumerate(block.data_rows):
-        cells = [str(c) for c in _pad(row, n_cols)]
+        cells = [clip_cell(str(c)) for c in _pad(row, n_cols)]
         rows.append(
             {
                 "label": normalize_line(cells[0]),
@@ -397,7 +281,7 @@ def block_to_json(block: TableBlock, units_label: str = "", multiplier: float = 
             }
         )
     return {
-        "columns": _header_columns(block.header_rows, n_cols),
+        "columns": [clip_cell(c) for c in _header_columns(block.header_rows, n_cols)],
         "rows": rows,
         "units": units_label,
         "multiplier": float(multiplier),

@@ -8,7 +8,7 @@ a page break are joined so that a chunk or a table block is not cut in half by t
 import re
 from collections import Counter
 
-from haystack_fin.core.layout import Element, TableData, merged_ocr
+from haystack_fin.core.ingest.layout import Element, TableData, merged_ocr
 from haystack_fin.core.text import squash
 
 # How many elements at the top and bottom of a page can be furniture.

@@ -1,7 +1,7 @@
 """OCR of scanned PDF pages into the word boxes and lines that the text-layer path produces.
 
 A page without a text layer is rendered with PyMuPDF and read by RapidOCR (``rapidocr-onnxruntime``, the optional
-``[ocr]`` extra; it ships its ONNX models and runs offline). Its output is turned into what ``pdf_parse`` reads from
+``[ocr]`` extra; it ships its ONNX models and runs offline). Its output is turned into what ``ingest/pdf.py`` reads from
 a text page - PyMuPDF-style word tuples ``(x0, y0, x1, y1, text, block, line, word_no)`` in PDF points and visual
 lines with a font size and a bold flag - so structure detection and the table detector run unchanged.
 
@@ -530,7 +530,7 @@ _OTHER_KIND_HEADER = re.compile(
 
 
 def _cell_value(cell: str) -> float | None:
-    from haystack_fin.core.table_blocks import parse_cell  # local: table_blocks is the one cell parser
+    from haystack_fin.core.table_cells import parse_cell  # local: table_cells is the one cell parser
 
     parsed = parse_cell(cell)
     if parsed.value is None or parsed.is_percent or parsed.value == 0:

@@ -1,7 +1,8 @@
 """Pack paragraphs into token-bounded text chunks that respect paragraph and sentence boundaries.
 
 A chunk closes at a paragraph boundary once it is at least half full, otherwise it fills sentence by sentence;
-only a single sentence longer than the budget is cut between words. Overlap repeats the trailing sentences of
+only a single sentence longer than the budget is cut between words (and a single word longer than the budget,
+such as a 200,000-character run without spaces, between characters). Overlap repeats the trailing sentences of
 the previous chunk (never across a heading), so an answer that straddles a boundary is whole in one chunk.
 """
 
@@ -46,8 +47,22 @@ class _Piece:
     ocr_confidence: float | None = None
 
 
+def _cut_word(word: str, budget: int, count: Callable[[str], int]) -> list[str]:
+    """A single word over the budget (a 200,000-character run without spaces) cut into slices within it."""
+    out: list[str] = []
+    size = max(1, len(word) * budget // max(count(word), 1))
+    start = 0
+    while start < len(word):
+        piece = word[start : start + size]
+        while len(piece) > 1 and count(piece) > budget:  # the proportional guess can be long for uneven words
+            piece = piece[: len(piece) // 2]
+        out.append(piece)
+        start += len(piece)
+    return out
+
+
 def _split_long(text: str, budget: int, count: Callable[[str], int]) -> list[str]:
-    words = text.split()
+    words = [piece for word in text.split() for piece in _words_within(word, budget, count)]
     out: list[str] = []
     current: list[str] = []
     # The default counter's pre-tokens never span whitespace, so a run of words costs the sum of its words: a running
@@ -73,10 +88,18 @@ def _split_long(text: str, budget: int, count: Callable[[str], int]) -> list[str
     return out
 
 
+def _words_within(word: str, budget: int, count: Callable[[str], int]) -> list[str]:
+    # Only words long enough to possibly exceed the budget are counted: the default counter's tokens (and a word-piece
+    # tokenizer's) have at least one character each.
+    return [word] if len(word) <= budget or count(word) <= budget else _cut_word(word, budget, count)
+
+
 def _pieces(paragraphs: list[Paragraph], budget: int, count: Callable[[str], int]) -> list[_Piece]:
     pieces: list[_Piece] = []
     for para in paragraphs:
-        sentences = [para.text] if para.is_heading else split_sentences(para.text)
+        # A heading is kept whole unless it alone is over the budget (a heading of one 100,000-character "word").
+        heading = para.is_heading and count(para.text) <= budget
+        sentences = [para.text] if heading else split_sentences(para.text)
         first = True
         for sentence in sentences:
             parts = [sentence] if count(sentence) <= budget else _split_long(sentence, budget, count)
@@ -88,7 +111,7 @@ def _pieces(paragraphs: list[Paragraph], budget: int, count: Callable[[str], int
                         count(part),
                         para.section_path,
                         first,
-                        para.is_heading,
+                        heading,  # an over-long heading is cut like text, so its pieces are not headings
                         ocr=para.ocr,
                         ocr_confidence=para.ocr_confidence,
                     )

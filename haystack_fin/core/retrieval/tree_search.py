@@ -35,7 +35,8 @@ QUESTION: TreeKind = "question"
 RRF_K = 60
 
 # ---------------------------------------------------------------------------------------------------------------
-# Tokenizer shared by every BM25 in haystack-fin.
+# The tree search's BM25 tokenizer (summary nodes and leaves). The reranker's fallback scorer tokenizes its BM25
+# differently, on purpose: ``passage_scoring.content_terms`` (lexicon normalization, question stop words).
 
 # Thousands separators are dropped so "1,234" in a table matches "1234" in a question; decimals stay one token.
 # Letters and digits are separate runs, so "FY2018" matches "fiscal 2018" on "2018".

@@ -16,7 +16,7 @@ from pathlib import Path
 import lxml.etree
 import lxml.html
 
-from haystack_fin.core.layout import Element, FilingParseError, ParsedFiling, TableData
+from haystack_fin.core.ingest.layout import Element, FilingParseError, ParsedFiling, TableData
 from haystack_fin.core.text import normalize_line
 
 logger = logging.getLogger(__name__)

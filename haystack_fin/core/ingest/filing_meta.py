@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack_fin.core import schema
+from haystack_fin.core.periods import MONTH, ORD, ORDINALS, annual_fiscal_year, month_number, year4
 from haystack_fin.core.text import normalize_line, normalize_whitespace
 
 logger = logging.getLogger(__name__)
@@ -50,31 +51,13 @@ _QUARTER_SCAN_PAGES = 15
 
 _DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212"})
 
-_MONTHS = {
-    "jan": 1,
-    "feb": 2,
-    "mar": 3,
-    "apr": 4,
-    "may": 5,
-    "jun": 6,
-    "jul": 7,
-    "aug": 8,
-    "sep": 9,
-    "oct": 10,
-    "nov": 11,
-    "dec": 12,
-}
-_MONTH = (
-    r"(?:Jan(?:uary|\.)?|Feb(?:ruary|\.)?|Mar(?:ch|\.)?|Apr(?:il|\.)?|May|June?|July?|Aug(?:ust|\.)?"
-    r"|Sep(?:tember|t\.?|\.)?|Oct(?:ober|\.)?|Nov(?:ember|\.)?|Dec(?:ember|\.)?)"
-)
 # "July 29, 2023", "JULY 29,2023", "Sept. 30 2023", "29 July 2023", "2023-07-29". Whitespace is matched possessively
 # (``\s*+``) here and in the patterns around dates: a date never starts with a space or a comma, so giving spaces back
 # can never help, and ``\s*,?\s*`` split a run of spaces in quadratically many ways before failing. No \b after the
 # year: glued HTML text reads "DECEMBER 31, 20241-2360(Commission file number)".
 _DATE = (
-    rf"(?:(?P<m1>{_MONTH})\s*+(?P<d1>\d{{1,2}})\s*+,?\s*+(?P<y1>(?:19|20)\d\d)"
-    rf"|(?P<d2>\d{{1,2}})\s++(?P<m2>{_MONTH})\s*+,?\s*+(?P<y2>(?:19|20)\d\d)"
+    rf"(?:(?P<m1>{MONTH})\s*+(?P<d1>\d{{1,2}})\s*+,?\s*+(?P<y1>(?:19|20)\d\d)"
+    rf"|(?P<d2>\d{{1,2}})\s++(?P<m2>{MONTH})\s*+,?\s*+(?P<y2>(?:19|20)\d\d)"
     r"|(?P<y3>(?:19|20)\d\d)-(?P<m3>[01]\d)-(?P<d3>[0-3]\d))"
 )
 
@@ -94,8 +77,6 @@ _REPORT_KIND = re.compile(
 )
 _AMENDMENT = re.compile(r"\(?\bAmendment\s+No\.?\s*\d+\b", re.IGNORECASE)
 
-_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
-_ORD = r"(?P<ord>first|second|third|fourth|1st|2nd|3rd|4th)"
 # A release headline: "PepsiCo Reports First-Quarter 2023 Results", "MGM RESORTS INTERNATIONAL REPORTS FOURTH QUARTER
 # AND" / "FULL YEAR 2022 FINANCIAL AND OPERATING RESULTS", or a line of its own "Second Quarter Fiscal 2024 Results".
 # Only the first lines of page 1 count: 10-K prose says "our reported financial results" and "fourth quarter and
@@ -106,7 +87,7 @@ _HEADLINE_VERB_RESULTS = re.compile(
     r"[^.]{0,120}?\b(?i:results|earnings)\b"
 )
 _HEADLINE_PERIOD_RESULTS = re.compile(
-    rf"^(?:{_ORD}[\s-]+(?:fiscal\s+)?quarter|Q[1-4]|full[\s-]+year|fiscal(?:\s+year)?)\b[\w\s,'&-]{{0,60}}"
+    rf"^(?:{ORD}[\s-]+(?:fiscal\s+)?quarter|Q[1-4]|full[\s-]+year|fiscal(?:\s+year)?)\b[\w\s,'&-]{{0,60}}"
     r"\b(?:results|earnings)[.!:]?$",
     re.IGNORECASE,
 )
@@ -198,7 +179,7 @@ _RELEASE_END = re.compile(
 _XBRL_FYE = re.compile(r"(?<!-)--(?P<m>0[1-9]|1[0-2])-(?P<d>0[1-9]|[12]\d|3[01])(?!\d)")
 # Month names case-sensitive here: "fiscal year ending ... that may change" must not read as May.
 _FYE_STATEMENT = re.compile(
-    rf"(?i:fiscal\s+year\s+(?:end|ends|ended|ending))\b[^.;]{{0,80}}?\b(?P<month>{_MONTH})(?![a-z])"
+    rf"(?i:fiscal\s+year\s+(?:end|ends|ended|ending))\b[^.;]{{0,80}}?\b(?P<month>{MONTH})(?![a-z])"
     r"(?:\s*(?P<day>\d{1,2})\b)?"
 )
 _TEN_K_REFERENCE = re.compile(
@@ -243,12 +224,12 @@ _YTD_TAIL = re.compile(
 _FISCAL_QUARTER_PHRASES = (
     # "second quarter of fiscal 2024", "second fiscal quarter of 2024", "fourth quarter of fiscal year 2023"
     re.compile(
-        rf"\b{_ORD}\s+(?:fiscal\s+quarter\s+(?:of\s+)?(?:fiscal\s+)?(?:year\s+)?|quarter\s+(?:of\s+)?fiscal\s+"
+        rf"\b{ORD}\s+(?:fiscal\s+quarter\s+(?:of\s+)?(?:fiscal\s+)?(?:year\s+)?|quarter\s+(?:of\s+)?fiscal\s+"
         rf"(?:year\s+)?)(?P<year>(?:19|20)\d\d)\b",
         re.IGNORECASE,
     ),
     # "fiscal 2024 second quarter"
-    re.compile(rf"\bfiscal\s+(?:year\s+)?(?P<year>(?:19|20)\d\d)\s+{_ORD}[\s-]+quarter\b", re.IGNORECASE),
+    re.compile(rf"\bfiscal\s+(?:year\s+)?(?P<year>(?:19|20)\d\d)\s+{ORD}[\s-]+quarter\b", re.IGNORECASE),
     # "Q2 fiscal 2024", "Q2 FY24", "fiscal Q2 2024"
     re.compile(r"\b(?:fiscal\s+)?Q(?P<q>[1-4])\s+(?:of\s+)?(?:fiscal\s+|FY\s?)'?(?P<year>\d{2}|(?:19|20)\d\d)\b"),
     re.compile(r"\bFY\s?'?(?P<year>\d{2}|(?:19|20)\d\d)\s+Q(?P<q>[1-4])\b"),
@@ -256,7 +237,7 @@ _FISCAL_QUARTER_PHRASES = (
 # Release headlines also say "First-Quarter 2023" or "Q4 2022" without "fiscal".
 _RELEASE_QUARTER_PHRASES = (
     re.compile(
-        rf"\b{_ORD}[\s-]+(?:fiscal\s+)?quarter(?:\s+(?:and|&)\s+(?:full[\s-]+)?(?:fiscal\s+)?year)?"
+        rf"\b{ORD}[\s-]+(?:fiscal\s+)?quarter(?:\s+(?:and|&)\s+(?:full[\s-]+)?(?:fiscal\s+)?year)?"
         r"(?:\s+of)?(?:\s+fiscal)?(?:\s+year)?\s+(?:FY\s?)?'?(?P<year>\d{2}|(?:19|20)\d\d)\b",
         re.IGNORECASE,
     ),
@@ -355,17 +336,13 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _month_number(token: str) -> int:
-    return _MONTHS[token.strip(".").lower()[:3]]
-
-
 def _date_from_match(m: re.Match[str]) -> date | None:
     """The date captured by ``_DATE`` groups, or None if the calendar rejects it (e.g. "February 30")."""
     try:
         if m.group("m1"):
-            return date(int(m.group("y1")), _month_number(m.group("m1")), int(m.group("d1")))
+            return date(int(m.group("y1")), month_number(m.group("m1")), int(m.group("d1")))
         if m.group("m2"):
-            return date(int(m.group("y2")), _month_number(m.group("m2")), int(m.group("d2")))
+            return date(int(m.group("y2")), month_number(m.group("m2")), int(m.group("d2")))
         return date(int(m.group("y3")), int(m.group("m3")), int(m.group("d3")))
     except (ValueError, KeyError):
         return None
@@ -377,16 +354,6 @@ def _first_date(pattern: re.Pattern[str], text: str) -> date | None:
         if found:
             return found
     return None
-
-
-def _year4(token: str) -> int:
-    year = int(token)
-    return year + 2000 if year < 100 else year
-
-
-def annual_fiscal_year(period_end: date) -> int:
-    """Fiscal year named after the calendar year it ends in; a 52/53-week year ending January 1-7 is the prior year."""
-    return period_end.year - 1 if period_end.month == 1 and period_end.day <= 7 else period_end.year
 
 
 def _add_months(d: date, months: int) -> date:
@@ -671,7 +638,7 @@ def _fiscal_year_end_hint(flat_pages: list[str], period_end: date) -> tuple[int,
                 months[(d.month, d.day)] += 1
         for m in _FYE_STATEMENT.finditer(flat):
             day = int(m.group("day")) if m.group("day") else 0
-            months[(_month_number(m.group("month")), day)] += 1
+            months[(month_number(m.group("month")), day)] += 1
     if not months:
         return None
     # 52/53-week years end on different days of the same month (or the first days of the next); group by month.
@@ -740,8 +707,8 @@ def _explicit_fiscal_quarters(flat_pages: list[str], period_end: date | None) ->
     for flat in flat_pages:
         for pattern in _FISCAL_QUARTER_PHRASES:
             for m in pattern.finditer(flat):
-                quarter = _ORDINALS[m.group("ord").lower()] if "ord" in m.groupdict() else int(m.group("q"))
-                year = _year4(m.group("year"))
+                quarter = ORDINALS[m.group("ord").lower()] if "ord" in m.groupdict() else int(m.group("q"))
+                year = year4(m.group("year"))
                 if period_end is None or period_end.year - 1 <= year <= period_end.year + 1:
                     votes[(quarter, year)] += 1
     return votes
@@ -793,8 +760,8 @@ def _release_period(text: str) -> tuple[int | None, int | None, date | None]:
     for pattern in _RELEASE_QUARTER_PHRASES:
         m = pattern.search(head)
         if m:
-            q = _ORDINALS[m.group("ord").lower()] if "ord" in m.groupdict() else int(m.group("q"))
-            found.append((m.start(), q, _year4(m.group("year"))))
+            q = ORDINALS[m.group("ord").lower()] if "ord" in m.groupdict() else int(m.group("q"))
+            found.append((m.start(), q, year4(m.group("year"))))
     if found:
         _, quarter, year = min(found)
     else:

@@ -7,12 +7,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from haystack_fin.core.chunking import Paragraph, chunk_paragraphs
-from haystack_fin.core.layout import Element, ParsedFiling
-from haystack_fin.core.ocr import suspect_numbers, suspect_table_cells
-from haystack_fin.core.page_cleanup import join_page_breaks, remove_page_furniture
-from haystack_fin.core.schema import Modality
-from haystack_fin.core.sec_items import (
+from haystack_fin.core.ingest.chunking import Paragraph, chunk_paragraphs
+from haystack_fin.core.ingest.cleanup import join_page_breaks, remove_page_furniture
+from haystack_fin.core.ingest.items import (
     COVER_CODE,
     Section,
     detect_heading_sections,
@@ -20,7 +17,11 @@ from haystack_fin.core.sec_items import (
     form_family,
     part_of,
 )
-from haystack_fin.core.table_blocks import block_to_json, block_to_markdown, detect_units, split_table_blocks
+from haystack_fin.core.ingest.layout import Element, ParsedFiling
+from haystack_fin.core.ingest.ocr import suspect_numbers, suspect_table_cells
+from haystack_fin.core.ingest.table_blocks import block_to_json, block_to_markdown, split_table_blocks
+from haystack_fin.core.schema import Modality
+from haystack_fin.core.table_cells import detect_units
 
 logger = logging.getLogger(__name__)
 

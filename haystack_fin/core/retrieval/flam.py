@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from haystack_fin.core import schema
+from haystack_fin.core.ingest.items import COVER_CODE, form_family
 from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.sec_items import COVER_CODE, form_family
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Query-side algorithms: filing scope, FLAM Item routing, trees and tree search, reranking, passage windows."""

@@ -1,0 +1,525 @@
+"""Filing scope: which filings of a shared index a question is about (company, fiscal period, form).
+
+In an index of many filings, plain retrieval readily answers from the wrong company or, far more often, from
+another year of the right company: every 10-K of a company talks about revenue and capital expenditure. So a
+question is first scoped to the filings it names. Three plain modules (no Haystack) do it:
+
+* ``question_scope.parse_question_scope`` reads what a question says about period and form: fiscal years
+  ("FY2019", "fiscal 2023", "FY 2021", "FY24"), quarters ("Q2 of FY2024", "FY2023Q1", "fourth quarter 2022",
+  "H1 FY2023"), calendar years ("in 2022"), dates ("May 3, 2023", "May 2023"), form hints ("10-K", "annual
+  report", "8-K", "earnings release") and candidate company names (capitalized spans, used only to explain a miss).
+* ``companies.CompanyIndex`` turns the indexed filings' company names and tickers into aliases and finds them in a
+  question (exact name or alias, case-sensitive ticker, fuzzy name for small typos).
+* ``resolve_scope`` (this module) scores the filings of the mentioned companies against the question's period and
+  form and returns a ranked, explained ``ScopeDecision``.
+
+Scoping rules (the weights are the module constants below; each score line becomes a human-readable reason):
+
+1. An explicit filing filter (a list of filing ids) overrides everything.
+2. Company first. Filings of companies the question names are the only candidates; several named companies all
+   stay in scope. With no recognized company: a single-company index is scoped to that company, otherwise the
+   scope is every filing (unscoped) with the reason, never an empty scope.
+3. Target period. Of the periods a question mentions, the one introduced by "as of" wins; otherwise the latest
+   one that is not forward-looking ("expect to pay in 2024", "guidance for FY2023"): "FY2017-FY2019 average" and
+   "change between FY2022 and FY2023" are both answered by the latest year's filing, which carries the earlier
+   years as comparatives. A filing scores for the target's fiscal year (a "FY" year is compared with
+   ``fiscal_year`` only; a calendar year also with the ``period_end`` year), less for the next year (it reports the
+   target year as comparative) and a little for the other years mentioned; for the quarter (exact fiscal quarter;
+   an annual report for Q4; a different quarter is penalized). A question without a quarter prefers annual
+   reports, then fourth-quarter releases (they report the full year); an 8-K is an event report and is not
+   preferred for a period unless the question gives a date or asks for an 8-K.
+4. Dates ("on May 26, 2023") are compared with ``period_end``: exact day, within a week (an 8-K is filed up to four
+   business days after its event), or the same month.
+5. Form hints add to matching forms ("annual report" -> 10-K/20-F/40-F, "quarterly report" -> 10-Q, "8-K",
+   "earnings/press release" -> earnings_release); forward-looking or non-GAAP wording ("guidance", "adjusted
+   EBITDA") is a weak hint for an earnings release. An 8-K whose Items fit the question's topic ("vote", "annual
+   meeting" -> Item 5.07) gains a little, which separates 8-Ks of the same month.
+6. No period mentioned: every filing of the company is a candidate and annual reports come first, most recent
+   first. The rationale: an undated question is usually about the current state or the history, which the
+   latest 10-K covers best, and the older ones that follow keep the history in scope.
+7. Selection: per company, filings scoring within ``SCOPE_MARGIN`` of that company's best filing, best first,
+   companies interleaved, at most ``max_filings``. Ties go to the more complete form, then to the year closest to
+   the target, then to the most recent filing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from haystack_fin.core import schema
+from haystack_fin.core.retrieval.companies import CompanyIndex, CompanyMention
+from haystack_fin.core.retrieval.question_scope import (
+    DateMention,
+    FormHint,
+    PeriodMention,
+    QuestionScope,
+    parse_question_scope,
+)
+
+logger = logging.getLogger(__name__)
+
+# --- weights (see the module docstring) -----------------------------------------------------------------------------
+
+YEAR_MATCH = 3.0
+NEXT_YEAR = 1.0  # the following year's filing reports the target year as its comparative
+OTHER_YEAR = 0.5  # a filing of another year the question mentions ("FY2021 and FY2022")
+QUARTER_MATCH = 2.0
+QUARTER_MISMATCH = -1.0
+ANNUAL_FOR_Q4 = 1.0
+ANNUAL_FOR_YEAR = 1.5
+Q4_FOR_YEAR = 0.75  # "fourth quarter and full year results"
+EVENT_FOR_PERIOD = -1.0  # an 8-K asked about a period, with no date and no 8-K hint
+DATE_EXACT = 4.0
+DATE_NEAR = 3.0
+DATE_SAME_MONTH = 2.0  # the question names only the month ("8-K dated May 2023")
+DATE_SAME_MONTH_OTHER_DAY = 1.0
+FORM_MATCH = 2.0
+FORM_RELATED = 1.0  # earnings release <-> 8-K: releases are filed as 8-K exhibit 99.1
+FORM_WEAK = 1.0
+EVENT_TOPIC = 1.0
+# A filing stays in scope when it scores within this margin of its company's best filing. 1.5 keeps a Q4 release
+# next to the 10-K of the same year but drops the neighbouring years (at most NEXT_YEAR + ANNUAL_FOR_YEAR = 2.5
+# against YEAR_MATCH + ANNUAL_FOR_YEAR = 4.5).
+SCOPE_MARGIN = 1.5
+NEAR_DAYS = 7
+
+ANNUAL_FORMS = frozenset({"10-K", "20-F", "40-F"})
+# Tie-break between equally scored filings: the more complete document first.
+_FORM_RANK = {"10-K": 5, "20-F": 5, "40-F": 5, "10-Q": 4, "earnings_release": 3, "8-K": 2, "other": 1}
+
+# 8-K Items by what a question about them says (SEC Form 8-K item titles, in question words).
+_EVENT_TOPICS: dict[str, tuple[str, ...]] = {
+    "1.01": ("agreement", "contract", "credit agreement", "revolving", "merger agreement", "entered into"),
+    "1.02": ("terminate", "terminated", "termination"),
+    "2.01": ("acquisition", "acquire", "acquired", "disposition", "divest", "divestiture", "completed the sale"),
+    "2.02": ("results", "earnings", "quarterly results"),
+    "2.03": ("borrow", "borrowing", "credit facility", "revolving", "notes", "loan", "debt", "indebtedness"),
+    "2.05": ("restructuring", "layoff", "layoffs", "exit", "disposal"),
+    "2.06": ("impairment", "impaired"),
+    "5.02": ("ceo", "cfo", "officer", "director", "resign", "resigned", "appoint", "appointed", "departure", "retire"),
+    "5.03": ("bylaws", "articles of incorporation", "charter", "fiscal year change"),
+    "5.07": (
+        "vote",
+        "voted",
+        "votes",
+        "voting",
+        "annual meeting",
+        "shareholder meeting",
+        "agm",
+        "proposal",
+        "elected",
+        "election of directors",
+        "shareholders approved",
+    ),
+}
+
+# --- data -----------------------------------------------------------------------------------------------------------
+
+
+def _form_family(form: str) -> str:
+    """ "10-K/A" -> "10-K"; unknown forms keep their name."""
+    form = (form or "other").strip()
+    return form[:-2] if form.upper().endswith("/A") else form
+
+
+def _as_int(value: Any) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _iso_date(value: str) -> date | None:
+    try:
+        return date.fromisoformat(value[:10]) if value else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class FilingProfile:
+    """What the index knows about one filing: its ``filing`` node's meta (see ``FilingSplitter._filing_node``).
+
+    ``items`` holds the filing's Item codes; for an 8-K they say which event it reports ("5.07": a shareholder vote).
+    """
+
+    filing_id: str
+    company: str = ""
+    ticker: str = ""
+    form: str = "other"
+    fiscal_year: int | None = None
+    fiscal_quarter: int | None = None
+    period_end: str = ""
+    period: str = ""
+    items: tuple[str, ...] = ()
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any]) -> FilingProfile:
+        """Profile from a filing node's meta; tolerant of missing keys and of numbers stored as strings."""
+        items: list[str] = []
+        for it in meta.get(schema.ITEMS) or ():
+            code = it.get("item") if isinstance(it, Mapping) else it
+            if code:
+                items.append(str(code))
+        return cls(
+            filing_id=str(meta.get(schema.FILING_ID) or ""),
+            company=str(meta.get(schema.COMPANY) or ""),
+            ticker=str(meta.get(schema.TICKER) or ""),
+            form=str(meta.get(schema.FORM) or "other"),
+            fiscal_year=_as_int(meta.get(schema.FISCAL_YEAR)),
+            fiscal_quarter=_as_int(meta.get(schema.FISCAL_QUARTER)),
+            period_end=str(meta.get(schema.PERIOD_END) or ""),
+            period=str(meta.get(schema.PERIOD) or ""),
+            items=tuple(items),
+        )
+
+    @property
+    def form_family(self) -> str:
+        return _form_family(self.form)
+
+    @property
+    def period_end_date(self) -> date | None:
+        return _iso_date(self.period_end)
+
+    @property
+    def is_annual(self) -> bool:
+        """An annual report: 10-K/20-F/40-F, or an "other" document with a fiscal year and no quarter."""
+        family = self.form_family
+        if family in ANNUAL_FORMS:
+            return True
+        return family == "other" and self.fiscal_year is not None and self.fiscal_quarter is None
+
+
+# --- scoring --------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FilingMatch:
+    """One filing's score for a question, with the reasons that make it up."""
+
+    filing_id: str
+    company: str
+    form: str
+    period: str
+    score: float
+    reasons: list[str] = field(default_factory=list)
+    selected: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "filing_id": self.filing_id,
+            "company": self.company,
+            "form": self.form,
+            "period": self.period,
+            "score": round(self.score, 2),
+            "selected": self.selected,
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass
+class ScopeDecision:
+    """The filings a question is scoped to, best first, and why.
+
+    ``scoped`` is False when the decision is "every filing" (no company recognized, or no profiles); ``matches``
+    lists the selected filings first, then the candidates that were left out, each with its reasons.
+    """
+
+    filing_ids: list[str]
+    scoped: bool
+    reason: str
+    matches: list[FilingMatch] = field(default_factory=list)
+    companies: list[CompanyMention] = field(default_factory=list)
+    question: QuestionScope | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serializable explanation."""
+        return {
+            "filing_ids": list(self.filing_ids),
+            "scoped": self.scoped,
+            "reason": self.reason,
+            "companies": [
+                {"text": c.text, "company": c.company, "alias": c.alias, "how": c.how, "distance": c.distance}
+                for c in self.companies
+            ],
+            "question": self.question.to_dict() if self.question else None,
+            "matches": [m.to_dict() for m in self.matches],
+        }
+
+
+def _event_topics(question: str) -> dict[str, str]:
+    lower = question.lower()
+    topics: dict[str, str] = {}
+    for code, words in _EVENT_TOPICS.items():
+        for w in words:
+            if re.search(rf"\b{re.escape(w)}\b", lower):
+                topics[code] = w
+                break
+    return topics
+
+
+def _year_part(p: FilingProfile, target: PeriodMention, other_years: set[int]) -> tuple[float, str]:
+    fy, end, y = p.fiscal_year, p.period_end_date, target.year
+    if y is None:
+        return 0.0, ""
+    if fy == y:
+        return YEAR_MATCH, f"{target.label} matched fiscal_year={fy}"
+    if not target.fiscal and end is not None and end.year == y:
+        return YEAR_MATCH, f"{y} matched period_end {p.period_end}"
+    if fy is not None and fy == y + 1:
+        return NEXT_YEAR, f"FY{fy} filing reports {target.label} as its prior-year comparative"
+    if fy is not None and fy in other_years:
+        return OTHER_YEAR, f"FY{fy} is another year the question mentions"
+    return 0.0, f"fiscal_year={fy if fy is not None else '?'} does not match {target.label}"
+
+
+def _quarter_part(p: FilingProfile, quarter: int) -> tuple[float, str]:
+    if p.fiscal_quarter == quarter:
+        return QUARTER_MATCH, f"Q{quarter} matched fiscal_quarter={quarter}"
+    if p.fiscal_quarter is not None:
+        return QUARTER_MISMATCH, f"fiscal_quarter={p.fiscal_quarter} is not the asked Q{quarter}"
+    if p.is_annual and quarter == 4:
+        return ANNUAL_FOR_Q4, "annual report covers the fourth quarter"
+    return 0.0, ""
+
+
+def _date_part(p: FilingProfile, dates: Sequence[DateMention]) -> tuple[float, str]:
+    end = p.period_end_date
+    if end is None:
+        return 0.0, ""
+    best = (0.0, "")
+    for d in dates:
+        if d.precision == "day":
+            gap = abs((end - d.value).days)
+            if gap == 0:
+                cand = (DATE_EXACT, f"date {d.text!r} matched period_end {p.period_end}")
+            elif gap <= NEAR_DAYS:
+                cand = (DATE_NEAR, f"period_end {p.period_end} is {gap} days from {d.text!r}")
+            elif (end.year, end.month) == (d.value.year, d.value.month):
+                cand = (DATE_SAME_MONTH_OTHER_DAY, f"period_end {p.period_end} is in the month of {d.text!r}")
+            else:
+                continue
+        elif (end.year, end.month) == (d.value.year, d.value.month):
+            cand = (DATE_SAME_MONTH, f"period_end {p.period_end} is in {d.text!r}")
+        else:
+            continue
+        best = max(best, cand, key=lambda c: c[0])
+    return best
+
+
+def _form_part(p: FilingProfile, forms: Sequence[FormHint]) -> tuple[float, str]:
+    family = p.form_family
+    best = (0.0, "")
+    for h in forms:
+        if family == h.form or (h.form == "10-K" and family in ANNUAL_FORMS and "annual" in h.text.lower()):
+            cand = (
+                (FORM_WEAK, f"{h.text!r} suggests an {family}")
+                if h.weak
+                else (FORM_MATCH, f"form {h.text!r} matched {p.form}")
+            )
+        elif not h.weak and {family, h.form} == {"8-K", "earnings_release"}:
+            cand = (FORM_RELATED, f"{p.form} is related to the asked {h.text!r} (releases are 8-K exhibits)")
+        else:
+            continue
+        best = max(best, cand, key=lambda c: c[0])
+    return best
+
+
+def score_filing(
+    profile: FilingProfile,
+    scope: QuestionScope,
+    target: PeriodMention | None = None,
+    topics: Mapping[str, str] | None = None,
+) -> tuple[float, list[str]]:
+    """Period, date, form and event-topic score of one filing for a parsed question, with its reasons."""
+    score = 0.0
+    reasons: list[str] = []
+
+    def add(part: tuple[float, str]) -> None:
+        nonlocal score
+        score += part[0]
+        if part[1]:
+            reasons.append(part[1])
+
+    family = profile.form_family
+    if target is not None and target.year is not None:
+        others = {y for y in scope.years if y != target.year}
+        add(_year_part(profile, target, others))
+    if target is not None and target.quarter:
+        add(_quarter_part(profile, target.quarter))
+    else:
+        asks_event = bool(scope.dates) or any(h.form == "8-K" and not h.weak for h in scope.forms)
+        what = "a full-year question" if target is not None else "a question without a period"
+        if profile.is_annual:
+            add((ANNUAL_FOR_YEAR, f"annual report preferred for {what}"))
+        elif profile.fiscal_quarter == 4:
+            add((Q4_FOR_YEAR, "fourth-quarter release also reports the full year"))
+        elif family == "8-K" and not asks_event:
+            add((EVENT_FOR_PERIOD, "8-K reports an event, not a fiscal period"))
+    if scope.dates:
+        add(_date_part(profile, scope.dates))
+    if scope.forms:
+        add(_form_part(profile, scope.forms))
+    if family == "8-K" and topics:
+        hits = [f"{code} ({topics[code]!r})" for code in profile.items if code in topics]
+        if hits:
+            add((EVENT_TOPIC, f"8-K Item {', '.join(hits)} fits the question"))
+    return score, reasons
+
+
+def _sort_key(p: FilingProfile, score: float, target: PeriodMention | None) -> tuple[Any, ...]:
+    end = p.period_end_date
+    distance = 0
+    if target is not None and target.year is not None and p.fiscal_year is not None:
+        # Closer years first; of two equally close, the later one (it carries the other as comparative).
+        distance = 2 * abs(p.fiscal_year - target.year) + (1 if p.fiscal_year < target.year else 0)
+    return (
+        -round(score, 6),
+        -_FORM_RANK.get(p.form_family, 0),
+        distance,
+        -(end.toordinal() if end else 0),
+        p.filing_id,
+    )
+
+
+# --- decision -------------------------------------------------------------------------------------------------------
+
+
+def resolve_scope(
+    question: str,
+    profiles: Sequence[FilingProfile],
+    filing_filter: Sequence[str] | None = None,
+    max_filings: int = 3,
+    aliases: Mapping[str, Sequence[str]] | None = None,
+    company_index: CompanyIndex | None = None,
+) -> ScopeDecision:
+    """Decide which filings ``question`` is about (rules in the module docstring).
+
+    :param question: the user's question.
+    :param profiles: the indexed filings.
+    :param filing_filter: filing ids chosen by the caller; when non-empty they are the scope, in their order.
+    :param max_filings: at most this many filings when the question is scoped by company.
+    :param aliases: extra company names, see ``CompanyIndex``; ignored when ``company_index`` is given.
+    :param company_index: a prebuilt index over ``profiles`` (saves rebuilding it per question).
+    :returns: the ranked filing ids and the explanation.
+    """
+    if max_filings < 1:
+        raise ValueError(f"max_filings must be >= 1, got {max_filings}")
+    by_id = {p.filing_id: p for p in profiles}
+    if filing_filter:
+        ids = list(dict.fromkeys(filing_filter))
+        unknown = [fid for fid in ids if fid not in by_id]
+        if unknown:
+            logger.warning("Filing filter names filings without a profile: %s", unknown)
+        matches = [
+            FilingMatch(
+                fid,
+                by_id[fid].company if fid in by_id else "",
+                by_id[fid].form if fid in by_id else "",
+                by_id[fid].period if fid in by_id else "",
+                0.0,
+                ["selected by the caller's filing filter"] + ([] if fid in by_id else ["no filing profile indexed"]),
+                True,
+            )
+            for fid in ids
+        ]
+        return ScopeDecision(ids, True, f"explicit filing filter ({len(ids)} filings) overrides the question", matches)
+
+    scope = parse_question_scope(question)
+    if not profiles:
+        return ScopeDecision([], False, "no filing profiles in the index: unscoped", question=scope)
+    index = company_index if company_index is not None else CompanyIndex(profiles, aliases)
+    target = scope.target()
+    topics = _event_topics(question)
+    mentions = index.find(question)
+
+    if mentions:
+        keys = list(dict.fromkeys(m.key for m in mentions))
+        why_company = {k: next(m for m in mentions if m.key == k).describe() for k in keys}
+    elif len(index) == 1:
+        keys = list(index.companies)
+        why_company = {keys[0]: f"no company named; {index.companies[keys[0]].name} is the only company indexed"}
+    else:
+        return _unscoped(question, profiles, scope, target, topics, max_filings, index)
+
+    per_company: list[list[FilingMatch]] = []
+    rejected: list[FilingMatch] = []
+    notes: list[str] = []
+    for key in keys:
+        entry = index.companies[key]
+        scored = []
+        for fid in entry.filing_ids:
+            p = by_id[fid]
+            s, reasons = score_filing(p, scope, target, topics)
+            scored.append((p, s, [why_company[key], *reasons]))
+        scored.sort(key=lambda t: _sort_key(t[0], t[1], target))
+        best = scored[0][1]
+        kept = [
+            FilingMatch(p.filing_id, p.company, p.form, p.period, s, r)
+            for p, s, r in scored
+            if s >= best - SCOPE_MARGIN
+        ]
+        for p, s, r in scored:
+            if s < best - SCOPE_MARGIN:
+                rejected.append(
+                    FilingMatch(
+                        p.filing_id, p.company, p.form, p.period, s, [*r, f"below the best {best:.2f} - margin"]
+                    )
+                )
+        per_company.append(kept)
+        if target is not None and target.year is not None and best < YEAR_MATCH:
+            notes.append(f"no {entry.name} filing matches {target.label}; closest filings returned")
+
+    selected: list[FilingMatch] = []
+    depth = 0
+    while len(selected) < max_filings and any(depth < len(k) for k in per_company):
+        for kept in per_company:
+            if depth < len(kept) and len(selected) < max_filings:
+                selected.append(kept[depth])
+        depth += 1
+    chosen = {m.filing_id for m in selected}
+    for m in selected:
+        m.selected = True
+    left_out = [m for kept in per_company for m in kept if m.filing_id not in chosen]
+    for m in left_out:
+        m.reasons.append(f"beyond max_filings={max_filings}")
+    names = ", ".join(index.companies[k].name for k in keys)
+    period = f" for {target.label}" if target is not None else " (no period mentioned: annual reports, latest first)"
+    reason = f"scoped to {names}{period}"
+    if notes:
+        reason += "; " + "; ".join(notes)
+    decision = ScopeDecision(
+        [m.filing_id for m in selected], True, reason, selected + left_out + rejected, mentions, scope
+    )
+    logger.debug("Scope of %r: %s", question, decision.filing_ids)
+    return decision
+
+
+def _unscoped(
+    question: str,
+    profiles: Sequence[FilingProfile],
+    scope: QuestionScope,
+    target: PeriodMention | None,
+    topics: Mapping[str, str],
+    max_filings: int,
+    index: CompanyIndex,
+) -> ScopeDecision:
+    """Every filing, ranked by period and form only; the explanation lists the best few."""
+    scored = [(p, *score_filing(p, scope, target, topics)) for p in profiles]
+    scored.sort(key=lambda t: _sort_key(t[0], t[1], target))
+    if scope.company_spans:
+        names = ", ".join(repr(s.text) for s in scope.company_spans)
+        reason = f"no indexed company recognized (unmatched names: {names}): unscoped, all {len(profiles)} filings"
+    else:
+        reason = f"no company mentioned and {len(index)} companies indexed: unscoped, all {len(profiles)} filings"
+    matches = [
+        FilingMatch(p.filing_id, p.company, p.form, p.period, s, ["unscoped", *r], True)
+        for p, s, r in scored[:max_filings]
+    ]
+    logger.debug("Scope of %r: unscoped", question)
+    return ScopeDecision([p.filing_id for p, _, _ in scored], False, reason, matches, [], scope)
