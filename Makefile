@@ -26,6 +26,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check haystack_fin tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 lint: setup

@@ -120,35 +120,35 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, Any]]:
     """The ``inspect`` contract: one dict per filing, read from the filing nodes."""
-    conditions = [{"field": "meta.node_type", "operator": "==", "value": "filing"}]
+    from haystack_fin.core import schema
+
+    conditions = [{"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": schema.NodeType.FILING.value}]
     if filing_id:
-        conditions.append({"field": "meta.filing_id", "operator": "==", "value": filing_id})
-    nodes = store.filter_documents(filters={"operator": "AND", "conditions": conditions})
-    out = []
-    for node in sorted(nodes, key=lambda d: d.meta.get("filing_id", "")):
-        m = node.meta
-        out.append(
-            {
-                "filing_id": m.get("filing_id"),
-                "company": m.get("company"),
-                "form": m.get("form"),
-                "period": m.get("period"),
-                "source_path": m.get("source_path"),
-                "n_pages": m.get("n_pages"),
-                "n_chunks_by_modality": {k: int(v) for k, v in (m.get("n_chunks_by_modality") or {}).items()},
-                "items": [
-                    {
-                        "item": str(it["item"]),
-                        "title": it["title"],
-                        "start_page": it["start_page"],
-                        "end_page": it["end_page"],
-                        "n_chunks": it["n_chunks"],
-                    }
-                    for it in m.get("items") or []
-                ],
-            }
-        )
-    return out
+        conditions.append({"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id})
+    found = store.filter_documents(filters={"operator": "AND", "conditions": conditions})
+    nodes = sorted((schema.FilingNode.from_meta(d.meta) for d in found), key=lambda n: n.filing_id)
+    return [
+        {
+            "filing_id": node.filing_id,
+            "company": node.company,
+            "form": node.form,
+            "period": node.period,
+            "source_path": node.source_path,
+            "n_pages": node.n_pages,
+            "n_chunks_by_modality": dict(node.n_chunks_by_modality),
+            "items": [
+                {
+                    "item": it["item"],
+                    "title": it["title"],
+                    "start_page": it["start_page"],
+                    "end_page": it["end_page"],
+                    "n_chunks": it["n_chunks"],
+                }
+                for it in node.items
+            ],
+        }
+        for node in nodes
+    ]
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

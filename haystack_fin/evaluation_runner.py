@@ -137,8 +137,10 @@ def _indexed_filings(store_path: str | None, qdrant_url: str | None) -> set[str]
 
     store = indexing_store(store_path, qdrant_url)
     try:
-        nodes = store.filter_documents({"field": "meta.node_type", "operator": "==", "value": "filing"})
-        return {n.meta[schema.FILING_ID] for n in nodes}
+        nodes = store.filter_documents(
+            {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": schema.NodeType.FILING.value}
+        )
+        return {schema.FilingNode.from_meta(n.meta).filing_id for n in nodes}
     finally:
         store.close()
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from haystack import Document, Pipeline
 
+from haystack_fin.core import schema
 from haystack_fin.pipeline_loader import ALLOWED_MODULES, drop_components
 from haystack_fin.store_check import connect_store, error_line
 
@@ -163,9 +164,9 @@ class _ParseStage:
                 if isinstance(doc, Document) and id(doc) not in seen:
                     seen.add(id(doc))
                     documents.append(doc)
-        filing_nodes = [d for d in documents if d.meta.get("node_type") == "filing"]
+        filing_nodes = [d for d in documents if d.meta.get(schema.NODE_TYPE) == schema.NodeType.FILING.value]
         pages_from = filing_nodes or (result.get(self.entry) or {}).get("documents") or []
-        n_pages = sum(int(d.meta.get("n_pages") or 0) for d in pages_from)
+        n_pages = sum(int(d.meta.get(schema.N_PAGES) or 0) for d in pages_from)
         return ParseOutcome(
             source=source,
             documents=documents,

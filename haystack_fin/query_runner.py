@@ -29,7 +29,7 @@ ABLATIONS: tuple[str, ...] = (
 # Components whose top_k is the candidate count (what the ranker keeps before the window merges neighbours).
 CANDIDATE_COMPONENTS: tuple[str, ...] = ("router", "retriever", "ranker")
 # Components whose run-time outputs make up the trace.
-TRACE_COMPONENTS: tuple[str, ...] = ("scope", "router", "retriever", "ranker", "window")
+TRACE_COMPONENTS: tuple[str, ...] = ("analyzer", "scope", "router", "retriever", "ranker", "window")
 _DENSE_SCOPE = "haystack_fin.components.dense_filing_scope.DenseFilingScope"
 
 
@@ -59,6 +59,8 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
             "type": _DENSE_SCOPE,
             "init_parameters": {"document_store": scope["document_store"], "max_filings": scope.get("max_filings", 3)},
         }
+        # The dense scope reads no question text, so it has no analysis input.
+        data["connections"] = [c for c in data["connections"] if c["receiver"] != "scope.analysis"]
         data["connections"].append({"sender": "embedder.embedding", "receiver": "scope.query_embedding"})
     if "reranker" in names:  # the retriever's fused order goes straight to the window
         data = drop_components(data, ("ranker",))
@@ -123,6 +125,7 @@ class QueryRunner:
         scope, ``k`` to the window and ``candidates`` to the candidate stages (None = the YAML's values)."""
         present = set(self.data["components"])
         wanted: dict[str, dict[str, Any]] = {
+            "analyzer": {"query": question},
             "embedder": {"text": question},
             "scope": {"filing_ids": list(filing_ids) if filing_ids else None},
             "router": {"query": question},
@@ -155,6 +158,7 @@ class QueryRunner:
         )
         answers = result.get("answer_builder", {}).get("answers") or []
         trace = {
+            "analysis": result.get("analyzer", {}).get("analysis"),
             "scope": result.get("scope", {}).get("scope"),
             "routing": result.get("router", {}).get("routing"),
             "retrieval": result.get("retriever", {}).get("trace"),

@@ -41,6 +41,7 @@ def test_query_pipeline_answers_with_citations(tmp_path, fixtures):
     try:
         result = pipe.run(
             {
+                "analyzer": {"query": q},
                 "embedder": {"text": q},
                 "scope": {"query": q},
                 "router": {"query": q},

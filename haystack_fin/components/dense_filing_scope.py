@@ -1,13 +1,12 @@
-import logging
 from collections import Counter
 from typing import Any
 
-from haystack import Document, component
+from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
 from haystack_fin.core.schema import NodeType
-from haystack_fin.store_registry import shared_store
+from haystack_fin.store_registry import release_store, shared_store
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +55,30 @@ class DenseFilingScope:
         self.max_filings = max_filings
         self._store: Any = None
 
+    def to_dict(self) -> dict[str, Any]:
+        # One style across components: every init parameter explicitly; default_to_dict serializes the store.
+        return default_to_dict(
+            self,
+            document_store=self.document_store,
+            top_k=self.top_k,
+            max_filings=self.max_filings,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DenseFilingScope":
+        return default_from_dict(cls, data)
+
     def warm_up(self) -> None:
         """Attach to the shared store instance (embedded Qdrant allows one client per folder)."""
         if self._store is None:
             self._store = shared_store(self.document_store)
+
+    def close(self) -> None:
+        """Release the shared store instance (an embedded Qdrant folder admits one client); ``Pipeline.close()``
+        calls this. A later run attaches again."""
+        if self._store is not None:
+            release_store(self.document_store)
+            self._store = None
 
     @component.output_types(filing_ids=list[str], filters=dict[str, Any], scope=dict[str, Any])
     def run(self, query_embedding: list[float], filing_ids: list[str] | None = None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from haystack import Document, component
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
 from tqdm.auto import tqdm
 
-from haystack_fin.core.models import DEFAULT_EMBEDDER, resolve_model
+from haystack_fin.core.models import DEFAULT_EMBEDDER, model_unavailable_error, resolve_model
 
 
 @component
@@ -55,6 +55,8 @@ class FinDocumentEmbedder(SentenceTransformersDocumentEmbedder):
         self.model = resolve_model(configured)
         try:
             SentenceTransformersDocumentEmbedder.warm_up(self)
+        except OSError as exc:
+            raise model_unavailable_error(configured, exc, bool(self.local_files_only)) from exc
         finally:
             self.model = configured
 
@@ -76,7 +78,7 @@ class FinDocumentEmbedder(SentenceTransformersDocumentEmbedder):
         starts = range(0, len(order), self.batch_size)
         for start in tqdm(starts, desc="Embedding", unit="batch", disable=not self.progress_bar):
             batch = order[start : start + self.batch_size]
-            vectors = self.embedding_backend.embed(  # type: ignore[union-attr]
+            vectors = self.embedding_backend.embed(  # type: ignore[union-attr]  # set by warm_up(), called above
                 [texts[i] for i in batch],
                 batch_size=self.batch_size,
                 show_progress_bar=False,

@@ -1,16 +1,16 @@
-import logging
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
-from haystack import Document, component
+from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.document_stores.types import DocumentStore
 from haystack.utils.filters import document_matches_filter
 
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.retrieval.question_analysis import analysis_for
 from haystack_fin.core.retrieval.tree_search import (
     IndexNode,
     ItemSearchResult,
@@ -22,13 +22,11 @@ from haystack_fin.core.retrieval.tree_search import (
 )
 from haystack_fin.core.schema import NodeType
 from haystack_fin.core.statements import statements_in_query
-from haystack_fin.store_registry import shared_store
+from haystack_fin.store_registry import release_store, shared_store
 
 logger = logging.getLogger(__name__)
 
 _FILING_FIELD = f"meta.{schema.FILING_ID}"
-# FilingSplitter names the filing node f"{filing_id}#filing"; fetching it by id is a point lookup, not a scan.
-_FILING_NODE_SUFFIX = "#filing"
 _TREE_NODE_TYPES = (NodeType.SUMMARY.value, NodeType.QUESTION.value)
 
 
@@ -160,7 +158,8 @@ class DualTreeRetriever:
             items (``haystack_fin.core.statements.statements_in_query``), also return the blocks of that statement
             (chunks with ``meta["statement"]``) of every filing searched, whichever Items the budgets name. Trees
             and embeddings rank a grid of numbers poorly; the statement's title is a surer guide.
-        :param lexicon_path: lexicon JSON for the statement cues; default: the built-in lexicon.
+        :param lexicon_path: lexicon JSON for the statement cues; default: the built-in lexicon. Used when ``run``
+            gets no ``analysis``; in the shipped query YAML the ``QueryAnalyzer``'s lexicon is used.
         :param flat_candidates_per_item: after the tree candidates, also return this many of the Item's best leaves
             by flat BM25 + dense fusion that the trees did not reach (0: trees only). A beam can prune the branch
             that holds the answer, and which branch that is moves with the clustering whenever a filing's chunks
@@ -193,6 +192,26 @@ class DualTreeRetriever:
         self._cache: OrderedDict[str, _CachedFiling] = OrderedDict()
         self._lock = threading.RLock()
 
+    def to_dict(self) -> dict[str, Any]:
+        # One style across components: every init parameter explicitly; default_to_dict serializes the store.
+        return default_to_dict(
+            self,
+            document_store=self.document_store,
+            beam_width=self.beam_width,
+            top_k=self.top_k,
+            candidates_per_item=self.candidates_per_item,
+            use_summary_tree=self.use_summary_tree,
+            use_question_tree=self.use_question_tree,
+            cache_size=self.cache_size,
+            statement_candidates=self.statement_candidates,
+            lexicon_path=self.lexicon_path,
+            flat_candidates_per_item=self.flat_candidates_per_item,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DualTreeRetriever":
+        return default_from_dict(cls, data)
+
     def warm_up(self) -> None:
         """Bind the process-wide store instance (one embedded Qdrant client per folder) and load the lexicon;
         idempotent."""
@@ -208,6 +227,13 @@ class DualTreeRetriever:
             )
         self._store = store
 
+    def close(self) -> None:
+        """Release the shared store instance (an embedded Qdrant folder admits one client); ``Pipeline.close()``
+        calls this. A later run attaches again."""
+        if self._store is not None:
+            release_store(self.document_store)
+            self._store = None
+
     def clear_cache(self) -> None:
         """Forget all cached filings (e.g. after re-indexing into a store without ``get_documents_by_id``)."""
         with self._lock:
@@ -219,11 +245,11 @@ class DualTreeRetriever:
         runs = {fid: hints[fid] for fid in filing_ids if fid in hints}
         to_probe = [fid for fid in filing_ids if fid not in runs]
         if to_probe and hasattr(self._store, "get_documents_by_id"):
-            nodes = self._store.get_documents_by_id([f"{fid}{_FILING_NODE_SUFFIX}" for fid in to_probe])
-            for node in nodes:
-                fid, run = node.meta.get(schema.FILING_ID), node.meta.get(schema.INDEX_RUN)
-                if fid is not None and run is not None:
-                    runs[str(fid)] = str(run)
+            # Filing nodes have deterministic ids: fetching them by id is a point lookup, not a scan.
+            nodes = self._store.get_documents_by_id([schema.filing_node_id(fid) for fid in to_probe])
+            for node in (schema.FilingNode.from_meta(n.meta) for n in nodes):
+                if node.filing_id and node.index_run:
+                    runs[node.filing_id] = node.index_run
         return runs
 
     def _build(self, filing_id: str, docs: list[Document]) -> _CachedFiling:
@@ -234,7 +260,7 @@ class DualTreeRetriever:
         for doc in docs:
             node_type = doc.meta.get(schema.NODE_TYPE) or NodeType.CHUNK.value
             if node_type == NodeType.FILING:
-                index_run = doc.meta.get(schema.INDEX_RUN)
+                index_run = schema.FilingNode.from_meta(doc.meta).index_run or None
                 continue
             if node_type == NodeType.CHUNK:
                 if not doc.embedding:
@@ -251,7 +277,10 @@ class DualTreeRetriever:
             )
         if missing:
             logger.warning(
-                "filing %s: %d of %d chunks have no embedding (dense score 0)", filing_id, missing, len(chunks)
+                "filing {filing_id}: {missing} of {n_chunks} chunks have no embedding (dense score 0)",
+                filing_id=filing_id,
+                missing=missing,
+                n_chunks=len(chunks),
             )
         statement_ids: dict[str, list[str]] = {}
         for doc in chunks.values():
@@ -272,7 +301,7 @@ class DualTreeRetriever:
         loaded: dict[str, _CachedFiling] = {}
         for fid in filing_ids:
             if not by_filing[fid]:
-                logger.warning("filing %s not found in the document store", fid)
+                logger.warning("filing {filing_id} not found in the document store", filing_id=fid)
                 continue
             loaded[fid] = self._build(fid, by_filing[fid])
         return loaded
@@ -333,7 +362,7 @@ class DualTreeRetriever:
             chunk_filter = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.CHUNK.value}
             docs = self._store.filter_documents(filters={"operator": "AND", "conditions": [filters, chunk_filter]})
             ids = {str(d.meta.get(schema.FILING_ID)) for d in docs}
-        logger.info("filters selected %d filings by scanning filing nodes", len(ids))
+        logger.info("filters selected {n_filings} filings by scanning filing nodes", n_filings=len(ids))
         return sorted(ids)
 
     # -- search ---------------------------------------------------------------------------------------------------
@@ -362,15 +391,20 @@ class DualTreeRetriever:
         wanted: dict[tuple[str, str | None], int],
         leaf_filter: dict[str, Any] | None,
         scored: dict[str, tuple[float, Document]],
-    ) -> dict[str, Any]:
-        """Add the blocks of the statements the question is about (see ``statement_candidates``) to ``scored``.
+        statements: dict[str, float] | None = None,
+    ) -> schema.StatementTrace:
+        """Add the blocks of the statements the question is about (see ``statement_candidates``) to ``scored``;
+        ``statements`` are the question's (from an analysis), None reads them from ``query`` with the lexicon.
 
         An added block keeps its Item's budget when the budgets name the Item, else gets one slot per statement
         asked for; its retrieval score is 0 (the ranker scores it), its ``retrieval`` meta says why it came.
         """
-        if not self.statement_candidates or self._lexicon is None:
+        if not self.statement_candidates:
             return {}
-        statements = statements_in_query(query, self._lexicon)
+        if statements is None:
+            if self._lexicon is None:
+                return {}
+            statements = statements_in_query(query, self._lexicon)
         if not statements:
             return {}
         added: list[str] = []
@@ -396,7 +430,7 @@ class DualTreeRetriever:
                 )
                 scored[doc.id] = (0.0, out)
                 added.append(doc.id)
-        return {"asked": statements, "added": added}
+        return schema.StatementTrace(asked=statements, added=added)
 
     @component.output_types(documents=list[Document], trace=dict)
     def run(
@@ -406,6 +440,7 @@ class DualTreeRetriever:
         budgets: list[dict] | None = None,
         filters: dict | None = None,
         top_k: int | None = None,
+        analysis: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """
         Retrieve candidate chunks per Item.
@@ -419,6 +454,8 @@ class DualTreeRetriever:
             condition is read directly, anything else is matched against filing nodes) and every Item of those
             filings is searched with budget ``top_k``; chunks must also match them.
         :param top_k: overrides the init ``top_k``.
+        :param analysis: ``QueryAnalyzer``'s analysis of ``query``: the statements it names or implies are taken
+            from it instead of being read from the question with this retriever's lexicon.
         :returns: ``documents``: candidates of all Items, best fused score first (at most
             max(candidates_per_item, 3 * k) per Item, plus statement blocks); ``trace``: ``{"items": [per-Item mode,
             nodes kept per level, leaves reached, candidate ids], "statements": {asked, added}, "cache": {hits,
@@ -470,7 +507,7 @@ class DualTreeRetriever:
             for it in items:
                 tree = filing.trees.get(it)
                 if tree is None:
-                    logger.info("filing %s has no chunks for item %r", fid, it)
+                    logger.info("filing {filing_id} has no chunks for item {item!r}", filing_id=fid, item=it)
                     item_traces.append({"filing_id": fid, "item": it, "k": k, "mode": "missing", "candidates": []})
                     continue
                 if allowed is not None and not allowed.intersection(tree.leaf_ids):
@@ -499,12 +536,15 @@ class DualTreeRetriever:
                         )
                         scored[doc.id] = (cand.score, out)
 
-        statement_trace = self._add_statement_blocks(query, filings, wanted, leaf_filter, scored)
+        analysed = analysis_for(query, analysis)
+        statement_trace = self._add_statement_blocks(
+            query, filings, wanted, leaf_filter, scored, dict(analysed.statements) if analysed is not None else None
+        )
         documents = [doc for _, doc in sorted(scored.values(), key=lambda pair: -pair[0])]
-        trace = {
-            "items": item_traces,
-            "statements": statement_trace,
-            "cache": cache_trace,
-            "seconds": round(time.perf_counter() - start, 4),
-        }
+        trace = schema.RetrieverTrace(
+            items=item_traces,
+            statements=statement_trace,
+            cache=cache_trace,
+            seconds=round(time.perf_counter() - start, 4),
+        )
         return {"documents": documents, "trace": trace}

@@ -1,23 +1,22 @@
 import hashlib
-import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ByteStream
 
 from haystack_fin.core import schema
 from haystack_fin.core.ingest.filing_meta import detect_filing_meta
 from haystack_fin.core.ingest.html import parse_html_filing
 from haystack_fin.core.ingest.layout import FilingParseError, ParsedFiling
-from haystack_fin.core.ingest.pdf import parse_pdf_filing
+from haystack_fin.core.ingest.pdf import TableFinder, parse_pdf_filing
 from haystack_fin.core.text import normalize_whitespace
 
 logger = logging.getLogger(__name__)
 
 _FORMATS = ("pdf", "html")
-_TABLE_FINDERS = ("hybrid", "layout", "pymupdf", "none")
+_TABLE_FINDERS: tuple[str, ...] = get_args(TableFinder)
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -75,7 +74,7 @@ class FilingConverter:
     def __init__(
         self,
         formats: list[str] | None = None,
-        table_finder: str = "hybrid",
+        table_finder: TableFinder = "hybrid",
         extract_images: bool = True,
         ocr: bool = True,
     ):
@@ -140,7 +139,7 @@ class FilingConverter:
             return parse_pdf_filing(
                 name,
                 data=data,
-                table_finder=self.table_finder,  # type: ignore[arg-type]
+                table_finder=self.table_finder,
                 extract_images=self.extract_images,
                 ocr=self.ocr,
             )
@@ -186,7 +185,7 @@ class FilingConverter:
             try:
                 documents.append(self.to_document(self.parse(source), source_meta))
             except FilingParseError as exc:
-                logger.warning("Skipping %s", exc)
+                logger.warning("Skipping {error}", error=exc)
                 failures.append({"source": exc.source, "error": str(exc)})
             except Exception as exc:  # a parser bug on one filing must not abort the batch
                 name = (
@@ -197,7 +196,7 @@ class FilingConverter:
                 error = f"{name}: unexpected {type(exc).__name__}: {exc}"
                 # One line like any other bad file (a damaged PDF raises RuntimeError from PyMuPDF); the traceback
                 # is for debugging only.
-                logger.warning("Skipping %s", (error.splitlines() or [error])[0])
-                logger.debug("Traceback of the unexpected error converting %s", name, exc_info=True)
+                logger.warning("Skipping {error}", error=(error.splitlines() or [error])[0])
+                logger.debug("Traceback of the unexpected error converting {source}", source=name, exc_info=True)
                 failures.append({"source": name, "error": error})
         return {"documents": documents, "failures": failures}

@@ -1,14 +1,14 @@
-import logging
 from typing import Any
 
-from haystack import component
+from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
 from haystack_fin.core.retrieval.companies import CompanyIndex
 from haystack_fin.core.retrieval.filing_ranking import FilingProfile, resolve_scope
+from haystack_fin.core.retrieval.question_analysis import analysis_for
 from haystack_fin.core.schema import NodeType
-from haystack_fin.store_registry import shared_store
+from haystack_fin.store_registry import release_store, shared_store
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +75,19 @@ class FilingScope:
         self._profiles: list[FilingProfile] | None = None
         self._index: CompanyIndex | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        # One style across components: every init parameter explicitly; default_to_dict serializes the store.
+        return default_to_dict(
+            self,
+            document_store=self.document_store,
+            max_filings=self.max_filings,
+            aliases=self.aliases,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FilingScope":
+        return default_from_dict(cls, data)
+
     def warm_up(self) -> None:
         """Attach to the shared store instance and read the filing profiles once; later calls do nothing."""
         if self._store is None:
@@ -82,6 +95,13 @@ class FilingScope:
             self._store = shared_store(self.document_store)
         if self._profiles is None:
             self.refresh()
+
+    def close(self) -> None:
+        """Release the shared store instance (an embedded Qdrant folder admits one client); ``Pipeline.close()``
+        calls this. A later run attaches again."""
+        if self._store is not None:
+            release_store(self.document_store)
+            self._store = None
 
     def refresh(self) -> None:
         """Re-read the filing profiles from the store (after filings were indexed or deleted)."""
@@ -91,7 +111,11 @@ class FilingScope:
         profiles = [FilingProfile.from_meta(doc.meta) for doc in nodes]
         self._profiles = [p for p in profiles if p.filing_id]
         self._index = CompanyIndex(self._profiles, self.aliases)
-        logger.info("FilingScope: %d filings of %d companies", len(self._profiles), len(self._index))
+        logger.info(
+            "FilingScope: {n_filings} filings of {n_companies} companies",
+            n_filings=len(self._profiles),
+            n_companies=len(self._index),
+        )
 
     @property
     def profiles(self) -> list[FilingProfile]:
@@ -101,13 +125,21 @@ class FilingScope:
         return list(self._profiles or [])
 
     @component.output_types(filing_ids=list[str], filters=dict[str, Any], scope=dict[str, Any])
-    def run(self, query: str, filing_ids: list[str] | None = None, refresh: bool = False) -> dict[str, Any]:
+    def run(
+        self,
+        query: str,
+        filing_ids: list[str] | None = None,
+        refresh: bool = False,
+        analysis: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """
         Decide which filings ``query`` is about.
 
         :param query: the question.
         :param filing_ids: an explicit scope chosen by the caller; it overrides the question when non-empty.
         :param refresh: re-read the filing profiles from the store before deciding.
+        :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its periods, dates, form hints and 8-K topics
+            are used instead of reading the question again (the company is still found against the index).
         :returns: ``filing_ids``: the filings in scope, best first (every filing when unscoped); ``filters``: a
             Haystack filter ``{"field": "meta.filing_id", "operator": "in", "value": filing_ids}`` (``{}``, i.e. no
             restriction, when the store holds no filing nodes); ``scope``: the JSON-serializable explanation (reason,
@@ -117,14 +149,19 @@ class FilingScope:
             self.warm_up()  # a component used outside a Pipeline is not warmed up by anyone else
         elif refresh:
             self.refresh()
+        analysed = analysis_for(query, analysis)
         decision = resolve_scope(
             query,
             self._profiles or [],
             filing_filter=filing_ids,
             max_filings=self.max_filings,
             company_index=self._index,
+            question_scope=analysed.question_scope if analysed is not None else None,
+            event_topics=analysed.event_topics if analysed is not None else None,
         )
         ids = decision.filing_ids
         filters = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(ids)} if ids else {}
-        logger.debug("FilingScope %r -> %s (%s)", query, ids, decision.reason)
+        logger.debug(
+            "FilingScope {query!r} -> {filing_ids} ({reason})", query=query, filing_ids=ids, reason=decision.reason
+        )
         return {"filing_ids": list(ids), "filters": filters, "scope": decision.to_dict()}

@@ -1,10 +1,9 @@
 import hashlib
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from haystack_fin.core import schema
 from haystack_fin.core.ingest.filing_meta import detect_filing_meta
@@ -27,17 +26,7 @@ DEFAULT_CHUNK_TOKENS = 200
 DEFAULT_OVERLAP_TOKENS = 20  # ~10%: one trailing sentence of context; more costs embedding time
 DEFAULT_MAX_TABLE_ROWS = 15
 
-_FILING_FIELDS = (
-    schema.FILING_ID,
-    schema.COMPANY,
-    schema.FORM,
-    schema.PERIOD,
-    schema.FISCAL_YEAR,
-    schema.FISCAL_QUARTER,
-    schema.PERIOD_END,
-    schema.TICKER,
-    schema.SOURCE_PATH,
-)
+_FILING_FIELDS = schema.FILING_FIELDS
 
 
 def _elements_from_text(content: str) -> list[Element]:
@@ -99,17 +88,21 @@ class FilingSplitter:
         include_images: bool = True,
         term_stats: bool = True,
         tag_statements: bool = True,
+        lexicon_path: str | None = None,
     ):
         """
         :param chunk_tokens: token budget of a text chunk (estimated word pieces of a BERT-family tokenizer).
         :param overlap_tokens: tokens of trailing sentences repeated at the start of the next text chunk.
         :param max_table_rows: at most this many data rows per table block.
         :param include_images: emit image chunks (images with caption text).
-        :param term_stats: count the built-in financial lexicon's terms per Item into the filing node
+        :param term_stats: count the financial lexicon's terms per Item into the filing node
             (``item_term_counts``, ``item_term_totals``), which FlamRouter reads at query time.
         :param tag_statements: mark the blocks of primary financial statements (balance sheet, income, cash flow,
             equity, comprehensive income; found by their titles) with ``meta["statement"]``, which
             DualTreeRetriever and TwoStageRanker use for questions about a statement or its line items.
+        :param lexicon_path: a lexicon JSON in the format of the built-in ``haystack_fin/data/lexicon.json`` for the
+            term counts and statement tags; default: the built-in lexicon. Query with the same lexicon (the
+            QueryAnalyzer's ``lexicon_path``): the counts are keyed by its cluster ids.
         """
         if chunk_tokens < 16:
             raise ValueError(f"chunk_tokens must be at least 16, got {chunk_tokens}")
@@ -117,12 +110,15 @@ class FilingSplitter:
             raise ValueError(f"overlap_tokens must be >= 0 and < chunk_tokens ({chunk_tokens}), got {overlap_tokens}")
         if max_table_rows < 1:
             raise ValueError(f"max_table_rows must be at least 1, got {max_table_rows}")
+        if lexicon_path is not None and not isinstance(lexicon_path, str):
+            raise ValueError(f"lexicon_path must be a path string or None, got {type(lexicon_path).__name__}")
         self.chunk_tokens = chunk_tokens
         self.overlap_tokens = overlap_tokens
         self.max_table_rows = max_table_rows
         self.include_images = include_images
         self.term_stats = term_stats
         self.tag_statements = tag_statements
+        self.lexicon_path = lexicon_path
         self._lexicon: Lexicon | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -134,6 +130,7 @@ class FilingSplitter:
             include_images=self.include_images,
             term_stats=self.term_stats,
             tag_statements=self.tag_statements,
+            lexicon_path=self.lexicon_path,
         )
 
     @classmethod
@@ -141,9 +138,9 @@ class FilingSplitter:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        """Load the financial lexicon (package data) once, if term statistics or statement tags are on."""
+        """Load the financial lexicon once, if term statistics or statement tags are on."""
         if (self.term_stats or self.tag_statements) and self._lexicon is None:
-            self._lexicon = Lexicon.load_default()
+            self._lexicon = Lexicon.load(self.lexicon_path)
 
     def _filing_meta(self, doc: Document, parsed: ParsedFiling) -> dict[str, Any]:
         meta = {k: doc.meta[k] for k in _FILING_FIELDS if doc.meta.get(k) not in (None, "")}
@@ -228,49 +225,57 @@ class FilingSplitter:
             chunk_meta[key] = [list(s) for s in rec.ocr_suspects]
         if rec.table is not None:
             chunk_meta[schema.TABLE_JSON] = rec.table
-            chunk_meta["table_block"] = rec.table_block
+            chunk_meta[schema.TABLE_BLOCK] = rec.table_block
             if self.tag_statements and self._lexicon is not None:
                 kind = classify_statement_table(
                     rec.table_title, rec.table_rows, rec.item, str(meta[schema.FORM]), self._lexicon
                 )
                 if kind:
                     chunk_meta[schema.STATEMENT] = kind
-        return Document(id=f"{meta[schema.FILING_ID]}#chunk-{index:05d}", content=rec.content, meta=chunk_meta)
+        return Document(id=schema.chunk_id(str(meta[schema.FILING_ID]), index), content=rec.content, meta=chunk_meta)
 
     def _filing_node(self, meta: dict[str, Any], structure: FilingStructure, n_pages: int, run_id: str) -> Document:
         by_modality = {m.value: 0 for m in Modality}
         for c in structure.chunks:
             by_modality[c.modality] += 1
         items = [
-            {
-                "item": it.item,
-                "title": it.title,
-                "part": it.part,
-                "start_page": it.start_page,
-                "end_page": it.end_page,
-                "n_chunks": it.n_chunks,
-            }
+            schema.FilingItem(
+                item=it.item,
+                title=it.title,
+                part=it.part,
+                start_page=it.start_page,
+                end_page=it.end_page,
+                n_chunks=it.n_chunks,
+            )
             for it in structure.items
         ]
         lines = [f"{meta.get(schema.COMPANY, '')} {meta.get(schema.FORM, '')} {meta.get(schema.PERIOD, '')}".strip()]
         lines += [f"Item {it['item']}: {it['title']} (pages {it['start_page']}-{it['end_page']})" for it in items]
-        node_meta = {
-            **meta,
-            schema.NODE_TYPE: NodeType.FILING.value,
-            schema.N_PAGES: n_pages,
-            schema.ITEMS: items,
-            schema.N_CHUNKS_BY_MODALITY: by_modality,
-            schema.INDEX_RUN: run_id,
-        }
+        # Provenance values pass through as the chunks carry them (a caller's --meta value is not re-typed here).
+        node = schema.FilingNode(
+            filing_id=meta[schema.FILING_ID],
+            company=meta[schema.COMPANY],
+            form=meta[schema.FORM],
+            period=meta[schema.PERIOD],
+            source_path=meta[schema.SOURCE_PATH],
+            fiscal_year=meta.get(schema.FISCAL_YEAR),
+            fiscal_quarter=meta.get(schema.FISCAL_QUARTER),
+            period_end=meta.get(schema.PERIOD_END, ""),
+            ticker=meta.get(schema.TICKER, ""),
+            n_pages=n_pages,
+            items=items,
+            n_chunks_by_modality=by_modality,
+            index_run=run_id,
+        )
         if self.term_stats and self._lexicon is not None:
             counts: dict[str, dict[str, int]] = {}
             for it in structure.items:  # an Item split in two (Item 8 on F-pages) sums its parts
                 item_counts = counts.setdefault(it.item, {})
                 for cluster, n in self._lexicon.count_cluster_terms(it.text).items():
                     item_counts[cluster] = item_counts.get(cluster, 0) + n
-            node_meta[schema.ITEM_TERM_COUNTS] = counts
-            node_meta[schema.ITEM_TERM_TOTALS] = {item: sum(c.values()) for item, c in counts.items()}
-        return Document(id=f"{meta[schema.FILING_ID]}#filing", content="\n".join(lines), meta=node_meta)
+            node.item_term_counts = counts
+            node.item_term_totals = {item: sum(c.values()) for item, c in counts.items()}
+        return Document(id=node.id, content="\n".join(lines), meta=node.to_meta())
 
     @component.output_types(documents=list[Document], filing_nodes=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:

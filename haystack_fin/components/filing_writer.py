@@ -1,7 +1,6 @@
-import logging
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 
 from haystack_fin.core import schema
@@ -38,7 +37,7 @@ class FilingWriter:
         self.policy = policy
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, document_store=self.document_store.to_dict(), policy=self.policy.name)
+        return default_to_dict(self, document_store=self.document_store, policy=self.policy.name)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FilingWriter":
@@ -57,12 +56,11 @@ class FilingWriter:
         nodes up by id; filings it cannot tell about are left out, so their stale nodes are always searched for."""
         if not hasattr(self.document_store, "get_documents_by_id"):
             return {}
-        found = self.document_store.get_documents_by_id([f"{fid}#filing" for fid in filing_ids])
+        found = self.document_store.get_documents_by_id([schema.filing_node_id(fid) for fid in filing_ids])
         runs: dict[str, str | None] = dict.fromkeys(filing_ids)
-        for node in found:
-            fid = node.meta.get(schema.FILING_ID)
-            if fid in runs:
-                runs[fid] = node.meta.get(schema.INDEX_RUN)
+        for node in (schema.FilingNode.from_meta(n.meta) for n in found):
+            if node.filing_id in runs:
+                runs[node.filing_id] = node.index_run or None
         return runs
 
     @component.output_types(documents_written=int, stale_deleted=int, filing_ids=list[str])
@@ -99,7 +97,7 @@ class FilingWriter:
                     {"field": f"meta.{schema.INDEX_RUN}", "operator": "!=", "value": run},
                 ],
             }
-            deleted += self.document_store.delete_by_filter(stale)  # type: ignore[attr-defined]
+            deleted += self.document_store.delete_by_filter(stale)  # type: ignore[attr-defined]  # beyond the DocumentStore protocol
         if deleted:
-            logger.info("Deleted %d stale nodes of %s", deleted, ", ".join(runs))
+            logger.info("Deleted {deleted} stale nodes of {filing_ids}", deleted=deleted, filing_ids=", ".join(runs))
         return {"documents_written": written, "stale_deleted": deleted, "filing_ids": list(runs)}

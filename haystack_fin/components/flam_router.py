@@ -1,13 +1,20 @@
-import logging
 from typing import Any
 
-from haystack import Document, component
+from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.retrieval.flam import DEFAULT_SMOOTHING, FilingStats, ItemBudget, route, validate_weighting
+from haystack_fin.core.retrieval.flam import (
+    DEFAULT_SMOOTHING,
+    FilingStats,
+    ItemBudget,
+    WeightMode,
+    route,
+    validate_weighting,
+)
+from haystack_fin.core.retrieval.question_analysis import analysis_for
 from haystack_fin.core.schema import NodeType
-from haystack_fin.store_registry import shared_store
+from haystack_fin.store_registry import release_store, shared_store
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +104,7 @@ class FlamRouter:
         self,
         document_store: Any,
         top_k: int = 5,
-        mode: str = "relative",
+        mode: WeightMode = "relative",
         temperature: float = 1.0,
         lexicon_path: str | None = None,
         finrad_csv: str | None = None,
@@ -112,9 +119,11 @@ class FlamRouter:
             for every Item with chunks, whatever the question: the FLAM ablation).
         :param temperature: softmax temperature (> 0); ignored by the other modes.
         :param lexicon_path: a lexicon JSON in the format of the built-in ``haystack_fin/data/lexicon.json``;
-            default: the built-in lexicon.
+            default: the built-in lexicon. Used when ``run`` gets no ``analysis``; in the shipped query YAML the
+            ``QueryAnalyzer``'s lexicon is used (its analysis carries the question's terms, cluster names and Item
+            priors).
         :param finrad_csv: a FinRAD-format CSV whose terms are merged into the lexicon (new synonyms of existing
-            clusters, new clusters for the rest).
+            clusters, new clusters for the rest); like ``lexicon_path``, only without an ``analysis``.
         :param smoothing: pseudo-count added to every Item's term total (0 = FinGEAR's plain ratio).
         :param idf: down-weight clusters mentioned in most Items of a filing by ``log(1 + N / df)``.
         """
@@ -135,6 +144,24 @@ class FlamRouter:
         self._store: Any = None
         self._lexicon: Lexicon | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        # One style across components: every init parameter explicitly; default_to_dict serializes the store.
+        return default_to_dict(
+            self,
+            document_store=self.document_store,
+            top_k=self.top_k,
+            mode=self.mode,
+            temperature=self.temperature,
+            lexicon_path=self.lexicon_path,
+            finrad_csv=self.finrad_csv,
+            smoothing=self.smoothing,
+            idf=self.idf,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FlamRouter":
+        return default_from_dict(cls, data)
+
     def warm_up(self) -> None:
         """Load the lexicon and connect the shared store instance (once; Pipeline calls this on every run)."""
         if self._lexicon is None:
@@ -145,11 +172,18 @@ class FlamRouter:
         if self._store is None:
             self._store = shared_store(self.document_store)
 
+    def close(self) -> None:
+        """Release the shared store instance (an embedded Qdrant folder admits one client); ``Pipeline.close()``
+        calls this. A later run attaches again."""
+        if self._store is not None:
+            release_store(self.document_store)
+            self._store = None
+
     def _filing_nodes(self, filing_ids: list[str] | None) -> list[Document]:
         # Filing nodes have deterministic ids: a direct lookup avoids a filter, which embedded Qdrant answers by
         # scanning the whole collection in Python (hundreds of ms per query on a 40k-node index).
         if filing_ids is not None and hasattr(self._store, "get_documents_by_id"):
-            nodes = self._store.get_documents_by_id([f"{fid}#filing" for fid in dict.fromkeys(filing_ids)])
+            nodes = self._store.get_documents_by_id([schema.filing_node_id(fid) for fid in dict.fromkeys(filing_ids)])
             return [n for n in nodes if n.meta.get(schema.NODE_TYPE) == NodeType.FILING.value]
         conditions: list[dict[str, Any]] = [
             {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.FILING.value}
@@ -165,18 +199,26 @@ class FlamRouter:
             return [stats[fid] for fid in sorted(stats)]
         missing = [fid for fid in filing_ids if fid not in stats]
         if missing:
-            logger.warning("FlamRouter: no filing node for %s; those filings are not routed.", missing)
+            logger.warning("FlamRouter: no filing node for {missing}; those filings are not routed.", missing=missing)
         # The caller's order is the scope rank: it breaks ties when the budget is split across filings.
         return [stats[fid] for fid in dict.fromkeys(filing_ids) if fid in stats]
 
     @component.output_types(budgets=list[dict[str, Any]], filters=dict[str, Any] | None, routing=dict[str, Any])
-    def run(self, query: str, filing_ids: list[str] | None = None, top_k: int | None = None) -> dict[str, Any]:
+    def run(
+        self,
+        query: str,
+        filing_ids: list[str] | None = None,
+        top_k: int | None = None,
+        analysis: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """
         Route a question to filings' Items.
 
         :param query: the question.
         :param filing_ids: the filings in scope, best first; None = every filing in the store.
         :param top_k: total budget; None = the init value.
+        :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its lexicon terms, cluster names and Item priors
+            are used instead of this router's lexicon.
         :returns: ``budgets``: ``[{filing_id, item, k, weight}]`` (k summing to ``top_k``; ``weight`` is the pair's
             share of the whole budget); ``filters``: a Haystack filter selecting the chunks of those pairs (None
             when nothing could be routed and no scope was given); ``routing``: a JSON-serializable explanation.
@@ -186,6 +228,10 @@ class FlamRouter:
             raise ValueError(f"top_k must be an integer >= 1, got {k!r}.")
         self.warm_up()  # standalone use without a Pipeline; no-op once warm
         filings = self._filing_stats(filing_ids)
+        analysed = analysis_for(query, analysis)
+        # With an analysis, the question's clusters (names, Item priors) stand in for the lexicon: routing needs no
+        # other cluster, and the analyzer's lexicon is the one the pipeline is configured with.
+        lexicon = analysed.cluster_lexicon() if analysed is not None else self._lexicon
         decision = route(
             query,
             filings,
@@ -194,12 +240,17 @@ class FlamRouter:
             temperature=self.temperature,
             smoothing=self.smoothing,
             idf=self.idf,
-            lexicon=self._lexicon,
+            lexicon=lexicon,
+            terms=analysed.terms if analysed is not None else None,
         )
         if not decision.budgets:
-            logger.warning("FlamRouter routed nothing for %r (%d filing nodes found).", query, len(filings))
+            logger.warning(
+                "FlamRouter routed nothing for {query!r} ({n_nodes} filing nodes found).",
+                query=query,
+                n_nodes=len(filings),
+            )
         return {
             "budgets": [budget.to_dict() for budget in decision.budgets],
             "filters": budget_filters(decision.budgets, filing_ids),
-            "routing": decision.explain(self._lexicon),
+            "routing": decision.explain(lexicon),
         }

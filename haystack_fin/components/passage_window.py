@@ -1,13 +1,12 @@
-import logging
 from dataclasses import replace
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
 from haystack_fin.core.retrieval.windows import WindowPart, build_window, chunk_index, join_window, neighbour_ids
-from haystack_fin.store_registry import shared_store
+from haystack_fin.store_registry import release_store, shared_store
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ class PassageWindow:
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
             self,
-            document_store=self.document_store.to_dict(),
+            document_store=self.document_store,
             radius=self.radius,
             max_words=self.max_words,
             top_k=self.top_k,
@@ -74,6 +73,13 @@ class PassageWindow:
     def warm_up(self) -> None:
         if self._store is None:
             self._store = shared_store(self.document_store)
+
+    def close(self) -> None:
+        """Release the shared store instance (an embedded Qdrant folder admits one client); ``Pipeline.close()``
+        calls this. A later run attaches again."""
+        if self._store is not None:
+            release_store(self.document_store)
+            self._store = None
 
     def _fetch(self, ids: list[str]) -> dict[str, Document]:
         if not ids:

@@ -3,7 +3,7 @@ from typing import Any
 from haystack import component
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 
-from haystack_fin.core.models import DEFAULT_EMBEDDER, resolve_model
+from haystack_fin.core.models import DEFAULT_EMBEDDER, model_unavailable_error, resolve_model
 
 
 @component
@@ -35,5 +35,7 @@ class FinTextEmbedder(SentenceTransformersTextEmbedder):
         self.model = resolve_model(configured)
         try:
             SentenceTransformersTextEmbedder.warm_up(self)
+        except OSError as exc:
+            raise model_unavailable_error(configured, exc, bool(self.local_files_only)) from exc
         finally:
             self.model = configured

@@ -1,9 +1,8 @@
-import logging
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 from haystack.utils import deserialize_component_inplace
@@ -16,6 +15,7 @@ from haystack_fin.core.retrieval.trees import (
     DEFAULT_MAX_CLUSTER_SIZE,
     DEFAULT_REDUCER,
     DEFAULT_SOFT_THRESHOLD,
+    Reducer,
     TreeNode,
     TreeTopology,
     build_tree_topology,
@@ -128,7 +128,7 @@ class TreeBuilder:
         embedder: Any = None,
         chat_generator: Any = None,
         max_cluster_size: int = DEFAULT_MAX_CLUSTER_SIZE,
-        reducer: str = DEFAULT_REDUCER,
+        reducer: Reducer = DEFAULT_REDUCER,
         soft_threshold: float = DEFAULT_SOFT_THRESHOLD,
         embed_summaries: bool = False,
         max_summary_words: int = 120,
@@ -233,7 +233,7 @@ class TreeBuilder:
                 continue
             filing_id = doc.meta.get(schema.FILING_ID)
             if not filing_id:
-                logger.warning("Chunk %s has no %s: it gets no tree", doc.id, schema.FILING_ID)
+                logger.warning("Chunk {doc_id} has no {field}: it gets no tree", doc_id=doc.id, field=schema.FILING_ID)
                 continue
             if doc.embedding is None or len(doc.embedding) == 0:
                 raise ValueError(
@@ -254,7 +254,11 @@ class TreeBuilder:
                 output[position] = chunk
 
         tree_nodes = self._embed(tree_nodes)
-        logger.info("Built %d trees with %d summary and question nodes", len(groups), len(tree_nodes))
+        logger.info(
+            "Built {n_trees} trees with {n_nodes} summary and question nodes",
+            n_trees=len(groups),
+            n_nodes=len(tree_nodes),
+        )
         return {"documents": output + tree_nodes, "n_tree_nodes": len(tree_nodes)}
 
     # ---------------------------------------------------------------------------------------------- one Item
@@ -264,14 +268,14 @@ class TreeBuilder:
         topology = build_tree_topology(
             embeddings,
             max_cluster_size=self.max_cluster_size,
-            reducer=self.reducer,  # type: ignore[arg-type]
+            reducer=self.reducer,
             soft_threshold=self.soft_threshold,
             random_state=self.random_state,
         )
         leaves = _LeafFacts(chunks, self._lexicon)
 
         def node_id(node: TreeNode, kind: str) -> str:
-            return f"{filing_id}#tree-{item}-{kind}{node.level}-{node.index}"
+            return schema.tree_node_id(filing_id, item, kind, node.level, node.index)
 
         texts = self._node_texts(topology, leaves, chunks, embeddings)
         first = chunks[0].meta
@@ -388,14 +392,18 @@ class TreeBuilder:
             replies = self.chat_generator.run(messages=[ChatMessage.from_user(prompt)])["replies"]
             reply = replies[0].text if replies else None
         except Exception as error:  # any generator failure degrades this node only
-            logger.warning("Chat generator failed on a tree node of %s (%s); using extractive text", heading, error)
+            logger.warning(
+                "Chat generator failed on a tree node of {heading} ({error}); using extractive text",
+                heading=heading,
+                error=error,
+            )
             return summary, questions, ("extractive", "template")
         llm_summary, llm_questions = parse_node_reply(reply or "", self.max_summary_words, self.max_questions)
         if llm_summary is None or llm_questions is None:
             logger.warning(
-                "Unusable chat reply for a tree node of %s (%s); using extractive text for it",
-                heading,
-                "no summary" if llm_summary is None else "no questions",
+                "Unusable chat reply for a tree node of {heading} ({problem}); using extractive text for it",
+                heading=heading,
+                problem="no summary" if llm_summary is None else "no questions",
             )
         return (
             llm_summary or summary,

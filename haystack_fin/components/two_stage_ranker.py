@@ -1,8 +1,7 @@
-import logging
 from dataclasses import replace
 from typing import Any
 
-from haystack import Document, component, default_from_dict, default_to_dict
+from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.utils import ComponentDevice
 from haystack_integrations.components.rankers.sentence_transformers import SentenceTransformersSimilarityRanker
 
@@ -17,6 +16,7 @@ from haystack_fin.core.retrieval.passage_scoring import (
     content_terms,
     score_passages,
 )
+from haystack_fin.core.retrieval.question_analysis import analysis_for
 from haystack_fin.core.retrieval.two_stage_selection import BUDGET_K, RERANK, GroupKey, group_budgets, two_stage_select
 from haystack_fin.core.schema import Modality
 from haystack_fin.core.statements import statements_in_query
@@ -134,7 +134,8 @@ class TwoStageRanker:
         :param fallback_weights: weights of the fallback scorer's signals, any of ``dense``, ``lexical``, ``table``,
             ``statement`` (defaults in ``haystack_fin.core.retrieval.passage_scoring.FallbackWeights``).
         :param lexicon_path: lexicon JSON used to tell which financial statements a question is about (the
-            fallback's statement prior); default: the built-in lexicon.
+            fallback's statement prior); default: the built-in lexicon. Used when ``run`` gets no ``analysis``; in
+            the shipped query YAML the ``QueryAnalyzer``'s lexicon is used.
         """
         if model is not None and not str(model).strip():
             raise ValueError("model must be a cross-encoder name or path, or None for the fallback scorer; got ''")
@@ -224,6 +225,7 @@ class TwoStageRanker:
         documents: list[Document],
         query_embedding: list[float] | None = None,
         top_k: int | None = None,
+        analysis: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """
         Rerank ``documents`` for ``query``: per-Item budgets first, then the global cut.
@@ -232,6 +234,8 @@ class TwoStageRanker:
         :param documents: candidates from any retriever (duplicates by id are merged).
         :param query_embedding: the query's bi-encoder embedding; enables the fallback's dense signal.
         :param top_k: overrides the init ``top_k`` for this run.
+        :param analysis: ``QueryAnalyzer``'s analysis of ``query``: the fallback scorer takes the question's
+            statements, content terms and whether it asks for a number from it instead of reading the question.
         :returns: ``documents``: at most ``top_k`` new Documents, best first, with ``score`` and ``meta["rerank"]``;
             ``trace``: what each stage did (scorer, per-group budgets and survivors, fallback details).
         """
@@ -240,25 +244,37 @@ class TwoStageRanker:
             raise ValueError(f"top_k must be >= 1, got {k}")
         scorer = "fallback" if self.model is None else "cross-encoder"
         unique, n_duplicates = _deduplicate(documents)
-        trace: dict[str, Any] = {
-            "scorer": scorer,
-            "model": self.model,
-            "n_input": len(documents),
-            "n_duplicates": n_duplicates,
-            "top_k": k,
-            "groups": [],
-            "n_output": 0,
-        }
+        trace = schema.RankerTrace(
+            scorer=scorer,
+            model=self.model,
+            n_input=len(documents),
+            n_duplicates=n_duplicates,
+            top_k=k,
+            groups=[],
+            n_output=0,
+        )
         if not unique:
             return {"documents": [], "trace": trace}
 
         fallback: list[PassageScore] | None = None
         if self.model is None:
             self.warm_up()
-            statements = statements_in_query(query, self._lexicon) if self._lexicon is not None else {}
+            analysed = analysis_for(query, analysis)
+            if analysed is not None:
+                # Without a statement weight the lexicon is never loaded and no statement is looked for.
+                statements = dict(analysed.statements) if self._weights.statement > 0 else {}
+            else:
+                statements = statements_in_query(query, self._lexicon) if self._lexicon is not None else {}
             passages = [self._passage(d) for d in unique]
             fallback = score_passages(
-                query, passages, query_embedding, self._weights, statements, _company_phrases(unique)
+                query,
+                passages,
+                query_embedding,
+                self._weights,
+                statements,
+                _company_phrases(unique),
+                query_terms=analysed.content_terms if analysed is not None else None,
+                wants_number=analysed.asks_for_number if analysed is not None else None,
             )
             scores = [s.score for s in fallback]
             trace["fallback"] = {
@@ -288,17 +304,22 @@ class TwoStageRanker:
             out.append(replace(doc, score=ranked.score, meta={**doc.meta, RERANK: rerank}))
 
         trace["groups"] = [
-            {
-                schema.FILING_ID: b.key[0],
-                schema.ITEM: b.key[1],
-                "n_candidates": b.n_candidates,
-                "budget": b.budget,
-                "budget_source": b.source,
-                "kept_stage1": selection.kept_stage1.get(b.key, 0),
-                "kept_stage2": selection.kept_stage2.get(b.key, 0),
-            }
+            schema.RankerGroupTrace(
+                filing_id=b.key[0],
+                item=b.key[1],
+                n_candidates=b.n_candidates,
+                budget=b.budget,
+                budget_source=b.source,
+                kept_stage1=selection.kept_stage1.get(b.key, 0),
+                kept_stage2=selection.kept_stage2.get(b.key, 0),
+            )
             for b in budgets.values()
         ]
         trace["n_output"] = len(out)
-        logger.debug("TwoStageRanker: %d candidates in %d groups -> %d", len(unique), len(budgets), len(out))
+        logger.debug(
+            "TwoStageRanker: {n_candidates} candidates in {n_groups} groups -> {n_output}",
+            n_candidates=len(unique),
+            n_groups=len(budgets),
+            n_output=len(out),
+        )
         return {"documents": out, "trace": trace}

@@ -114,7 +114,7 @@ def load_questions(path: str | Path) -> list[Question]:
     return questions
 
 
-def _recall(snippets: Sequence[Counter], context: Counter) -> float:
+def _recall(snippets: Sequence[Counter[Any]], context: Counter[Any]) -> float:
     """Fraction of non-empty snippets with >= 60% of their items (clipped counts) in ``context``; 0 if none."""
     scorable = [s for s in snippets if s]
     if not scorable:
@@ -143,8 +143,8 @@ def score_question(question: Question, passages: Sequence[Passage], ks: Iterable
     snippet_bigrams = [Counter(_bigrams(tokens)) for tokens in snippet_tokens]
 
     # Walk the ranking once, accumulating the top-k state and reading it off at each k.
-    unigrams: Counter = Counter()
-    bigrams: Counter = Counter()
+    unigrams: Counter[str] = Counter()
+    bigrams: Counter[tuple[str, str]] = Counter()
     words = 0
     page_hit = doc_hit = False
     mrr = 0.0

@@ -16,6 +16,21 @@ DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 DEFAULT_EMBEDDING_DIM = 384
 
 
+def model_unavailable_error(model: str, cause: BaseException, local_files_only: bool) -> OSError:
+    """The error for a model that failed to load, naming it: transformers' offline error names only the hub URL.
+
+    ``cause``'s text is kept (joined into one line) because it says what was tried (cache, hub, path).
+    """
+    if local_files_only:
+        hint = (
+            "it is not a bundled alias or a local model folder, and models are not downloaded here "
+            f"(local_files_only=True); use {DEFAULT_EMBEDDER!r} or pass the path of a local model folder"
+        )
+    else:
+        hint = "it is not a bundled alias or a local model folder, and loading it from the hub failed"
+    return OSError(f"embedder model {model!r} could not be loaded: {hint} ({' '.join(str(cause).split())})")
+
+
 def resolve_model(model: str) -> str:
     """Return a loadable model reference: the bundled package's path for a bundled alias, else ``model``.
 

@@ -4,7 +4,11 @@ Everything that writes or reads the index (splitter, writer, retrievers, CLI, ev
 here, so the provenance contract of design.md lives in a single module.
 """
 
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, TypedDict
 
 
 class NodeType(StrEnum):
@@ -56,6 +60,7 @@ PERIOD_END = "period_end"
 TICKER = "ticker"
 CHUNK_INDEX = "chunk_index"
 TABLE_JSON = "table"
+TABLE_BLOCK = "table_block"  # a table block's position inside its table (core/ingest/structure.py)
 STATEMENT = "statement"  # a primary-statement table's kind ("balance_sheet", ...; core/statements.py)
 INDEX_RUN = "index_run"
 # Chunks read by OCR from scanned pages (core/ingest/ocr.py): the flag, the mean recognition confidence (0-1), and the
@@ -106,3 +111,230 @@ OVERRIDABLE_FILING_FIELDS: tuple[str, ...] = (
     PERIOD_END,
     TICKER,
 )
+
+# Filing-level provenance: what a filing node carries and every chunk of the filing copies (FilingSplitter).
+FILING_FIELDS: tuple[str, ...] = (
+    FILING_ID,
+    COMPANY,
+    FORM,
+    PERIOD,
+    FISCAL_YEAR,
+    FISCAL_QUARTER,
+    PERIOD_END,
+    TICKER,
+    SOURCE_PATH,
+)
+
+
+# --- node ids -------------------------------------------------------------------------------------------------------
+# Ids are deterministic so that re-indexing a filing overwrites its nodes; these builders and parsers are the only
+# place that spells them. Every id starts with "<filing_id>#".
+
+_CHUNK_ID = re.compile(r"^(?P<filing>.*)#chunk-(?P<index>\d+)$")
+
+
+def chunk_id(filing_id: str, index: int) -> str:
+    """``"<filing_id>#chunk-00012"``: the ``index``-th chunk of the filing in reading order."""
+    return f"{filing_id}#chunk-{index:05d}"
+
+
+def parse_chunk_id(node_id: str) -> tuple[str, int] | None:
+    """``(filing_id, index)`` of a chunk id, None for any other id."""
+    m = _CHUNK_ID.match(node_id)
+    return (m.group("filing"), int(m.group("index"))) if m else None
+
+
+def filing_node_id(filing_id: str) -> str:
+    """``"<filing_id>#filing"``: the filing's one filing node."""
+    return f"{filing_id}#filing"
+
+
+def table_id(filing_id: str, number: int) -> str:
+    """``"<filing_id>#table-0003"``: the filing's ``number``-th table (shared by all blocks of that table)."""
+    return f"{filing_id}#table-{number:04d}"
+
+
+def tree_node_id(filing_id: str, item: str, kind: str, level: int, index: int) -> str:
+    """``"<filing_id>#tree-<item>-<kind><level>-<index>"``; ``kind`` is "s" (summary tree) or "q" (question tree)."""
+    return f"{filing_id}#tree-{item}-{kind}{level}-{index}"
+
+
+def filing_id_of(node_id: str) -> str:
+    """The filing part of any node id (everything before the last "#"); the id itself when it has none."""
+    head, sep, _ = node_id.rpartition("#")
+    return head if sep else node_id
+
+
+# --- the filing node ------------------------------------------------------------------------------------------------
+
+
+class FilingItem(TypedDict):
+    """One entry of a filing node's ``items``: an Item (or a second range of one, e.g. Item 8 on F-pages)."""
+
+    item: str
+    title: str
+    part: str
+    start_page: int
+    end_page: int
+    n_chunks: int
+
+
+def _as_int(value: Any) -> int | None:
+    # Meta passed by callers (CLI --meta, converter meta=) may hold numbers as strings.
+    try:
+        return int(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _item_from_meta(entry: Any) -> FilingItem:
+    if not isinstance(entry, Mapping):  # hand-made nodes (tests, other writers) may list bare Item codes
+        entry = {"item": entry}
+    return FilingItem(
+        item=str(entry.get("item") or ""),
+        title=str(entry.get("title") or ""),
+        part=str(entry.get("part") or ""),
+        start_page=_as_int(entry.get("start_page")) or 0,
+        end_page=_as_int(entry.get("end_page")) or 0,
+        n_chunks=_as_int(entry.get("n_chunks")) or 0,
+    )
+
+
+@dataclass
+class FilingNode:
+    """The ``filing`` node of one indexed filing: its provenance, page count, Items and lexicon statistics.
+
+    FilingSplitter writes it with ``to_meta()``; every reader (filing scope, FLAM routing, ``inspect``, the
+    retriever's cache check) goes through ``from_meta()``, so the stored keys are named in this class only.
+    ``from_meta`` is tolerant (missing keys get defaults, numbers stored as strings are read as numbers);
+    ``to_meta`` writes the optional provenance fields only when set, as the splitter always has.
+    """
+
+    filing_id: str
+    company: str = ""
+    form: str = ""
+    period: str = ""
+    source_path: str = ""
+    fiscal_year: int | None = None
+    fiscal_quarter: int | None = None
+    period_end: str = ""
+    ticker: str = ""
+    n_pages: int = 0
+    items: list[FilingItem] = field(default_factory=list)
+    n_chunks_by_modality: dict[str, int] = field(default_factory=dict)
+    index_run: str = ""
+    # {item: {lexicon cluster id: count}} and {item: total}; None when indexed without term statistics.
+    item_term_counts: dict[str, dict[str, int]] | None = None
+    item_term_totals: dict[str, int] | None = None
+
+    @property
+    def id(self) -> str:
+        return filing_node_id(self.filing_id)
+
+    def to_meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            FILING_ID: self.filing_id,
+            COMPANY: self.company,
+            FORM: self.form,
+            PERIOD: self.period,
+            SOURCE_PATH: self.source_path,
+        }
+        optional = (
+            (FISCAL_YEAR, self.fiscal_year),
+            (FISCAL_QUARTER, self.fiscal_quarter),
+            (PERIOD_END, self.period_end),
+            (TICKER, self.ticker),
+        )
+        meta.update({key: value for key, value in optional if value not in (None, "")})
+        meta[NODE_TYPE] = NodeType.FILING.value
+        meta[N_PAGES] = self.n_pages
+        meta[ITEMS] = [dict(it) for it in self.items]
+        meta[N_CHUNKS_BY_MODALITY] = dict(self.n_chunks_by_modality)
+        meta[INDEX_RUN] = self.index_run
+        if self.item_term_counts is not None:
+            meta[ITEM_TERM_COUNTS] = self.item_term_counts
+        if self.item_term_totals is not None:
+            meta[ITEM_TERM_TOTALS] = self.item_term_totals
+        return meta
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any]) -> "FilingNode":
+        counts = meta.get(ITEM_TERM_COUNTS)
+        totals = meta.get(ITEM_TERM_TOTALS)
+        return cls(
+            filing_id=str(meta.get(FILING_ID) or ""),
+            company=str(meta.get(COMPANY) or ""),
+            form=str(meta.get(FORM) or ""),
+            period=str(meta.get(PERIOD) or ""),
+            source_path=str(meta.get(SOURCE_PATH) or ""),
+            fiscal_year=_as_int(meta.get(FISCAL_YEAR)),
+            fiscal_quarter=_as_int(meta.get(FISCAL_QUARTER)),
+            period_end=str(meta.get(PERIOD_END) or ""),
+            ticker=str(meta.get(TICKER) or ""),
+            n_pages=_as_int(meta.get(N_PAGES)) or 0,
+            items=[_item_from_meta(it) for it in meta.get(ITEMS) or ()],
+            n_chunks_by_modality={str(k): int(v) for k, v in (meta.get(N_CHUNKS_BY_MODALITY) or {}).items()},
+            index_run=str(meta.get(INDEX_RUN) or ""),
+            item_term_counts=(
+                {str(item): {str(c): int(n) for c, n in by.items()} for item, by in counts.items()}
+                if isinstance(counts, Mapping)
+                else None
+            ),
+            item_term_totals=(
+                {str(item): int(n) for item, n in totals.items()} if isinstance(totals, Mapping) else None
+            ),
+        )
+
+
+# --- query-time outputs ---------------------------------------------------------------------------------------------
+# Shapes of the JSON the query components emit. The Haystack sockets stay ``dict``/``list[dict]``: Haystack 3.4 does
+# not match a TypedDict sender to a ``dict[str, Any]`` receiver, so typing the sockets would break connections to
+# plain components.
+
+
+class Budget(TypedDict):
+    """One FlamRouter ``budgets`` entry: retrieve ``k`` passages from Item ``item`` of ``filing_id``; ``weight`` is
+    the pair's share of the whole budget."""
+
+    filing_id: str
+    item: str
+    k: int
+    weight: float
+
+
+class StatementTrace(TypedDict, total=False):
+    asked: dict[str, float]  # statement kind -> how strongly the question asks for it
+    added: list[str]  # ids of the statement blocks added to the candidates
+
+
+class RetrieverTrace(TypedDict):
+    """DualTreeRetriever ``trace``: per-Item searches (``TreeSearchResult.trace()`` plus ``k``), statement blocks,
+    cache use (hits/loaded/stale, load seconds) and wall time."""
+
+    items: list[dict[str, Any]]
+    statements: StatementTrace
+    cache: dict[str, Any]
+    seconds: float
+
+
+class RankerGroupTrace(TypedDict):
+    filing_id: str | None  # None: a candidate without the field (the ranker works after any retriever)
+    item: str | None
+    n_candidates: int
+    budget: int
+    budget_source: str
+    kept_stage1: int
+    kept_stage2: int
+
+
+class RankerTrace(TypedDict, total=False):
+    """TwoStageRanker ``trace``; ``fallback`` only when the fallback scorer ran."""
+
+    scorer: str
+    model: str | None
+    n_input: int
+    n_duplicates: int
+    top_k: int
+    groups: list[RankerGroupTrace]
+    n_output: int
+    fallback: dict[str, Any]

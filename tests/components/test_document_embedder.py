@@ -40,3 +40,10 @@ def test_length_sorted_batches_match_the_parent_embeddings_in_input_order():
     np.testing.assert_allclose(np.array([d.embedding for d in a]), np.array([d.embedding for d in b]), atol=1e-5)
     lengths = sorted_batches._token_lengths([d.content for d in docs])
     assert len(set(lengths)) > 3  # the fixture really mixes lengths, so the order is really permuted
+
+
+def test_unknown_model_error_names_the_model():
+    e = FinDocumentEmbedder(model="haystack-fin-tests/no-such-model")
+    with pytest.raises(OSError, match=r"no-such-model.*models are not downloaded here"):
+        e.warm_up()
+    assert e.model == "haystack-fin-tests/no-such-model" and e.embedding_backend is None

@@ -103,7 +103,7 @@ def count_filter_calls(store: InMemoryDocumentStore) -> list[dict]:
         calls.append(filters)
         return original(filters=filters)
 
-    store.filter_documents = counting  # type: ignore[method-assign]
+    store.filter_documents = counting  # type: ignore[method-assign]  # spy on the store's calls
     return calls
 
 
@@ -285,7 +285,7 @@ class TestDualTreeRetriever:
     def test_new_index_run_reloads(self, store):
         calls = count_filter_calls(store)
         # InMemoryDocumentStore has no get_documents_by_id: give it one so the freshness probe runs
-        store.get_documents_by_id = lambda ids: [store.storage[i] for i in ids if i in store.storage]  # type: ignore[attr-defined]
+        store.get_documents_by_id = lambda ids: [store.storage[i] for i in ids if i in store.storage]  # type: ignore[attr-defined]  # added for the test
         r = DualTreeRetriever(document_store=store)
         budgets = [{"filing_id": ACME, "item": "7", "k": 1}]
         r.run(query="cash", query_embedding=one_hot(9), budgets=budgets)
@@ -383,3 +383,36 @@ class TestDualTreeRetriever:
         third = r.run(query="pension", query_embedding=one_hot(5), budgets=budgets)
         assert third["trace"]["cache"]["stale"] == [ACME]
         release_store(s)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What were capital expenditures in the cash flow statement?",  # named statement: blocks join
+        "How large was capex?",  # implied statement
+        "What about litigation?",  # no statement
+    ],
+)
+def test_same_candidates_with_the_query_analyzers_analysis(store, monkeypatch, question):
+    from haystack_fin.components import dual_tree_retriever
+    from haystack_fin.components.query_analyzer import QueryAnalyzer
+
+    tagged = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "1A", 9)})[0]
+    tagged.meta["statement"] = "cash_flow_statement"
+    store.write_documents([tagged], policy=DuplicatePolicy.OVERWRITE)
+    budgets = [{"filing_id": ACME, "item": "7", "k": 2}]
+
+    def run(**extra):
+        out = DualTreeRetriever(document_store=store).run(
+            query=question, query_embedding=one_hot(1), budgets=budgets, **extra
+        )
+        return [(d.id, d.score, d.meta["retrieval"]) for d in out["documents"]], out["trace"]["statements"]
+
+    alone = run()
+    analysis = QueryAnalyzer().run(query=question)["analysis"]
+
+    def not_again(*_args):
+        raise AssertionError("the question was analysed again")
+
+    monkeypatch.setattr(dual_tree_retriever, "statements_in_query", not_again)
+    assert run(analysis=analysis) == alone

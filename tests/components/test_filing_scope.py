@@ -216,3 +216,29 @@ class TestFilingScope:
         result = FilingScope(document_store=store).run(query="Is Best Buy's quick ratio healthy as of Q2 FY2024?")
         assert result["filing_ids"] == ["BBY-2024Q2"]
         assert result["filters"] == {"field": "meta.filing_id", "operator": "in", "value": ["BBY-2024Q2"]}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is Best Buy's quick ratio healthy as of Q2 FY2024?",
+        "How did PepsiCo shareholders vote on May 3, 2023?",
+        "Did MGM Resorts' revenue grow in Q4 2022 per its earnings release?",
+        "What is the quick ratio in FY2022?",
+        "How did MGM's debt evolve?",
+    ],
+)
+def test_same_scope_with_the_query_analyzers_analysis(store, monkeypatch, question):
+    from haystack_fin.components.query_analyzer import QueryAnalyzer
+    from haystack_fin.core.retrieval import filing_ranking
+
+    scope = FilingScope(document_store=store)
+    alone = scope.run(query=question)
+    analysis = QueryAnalyzer().run(query=question)["analysis"]
+
+    def not_again(_question):
+        raise AssertionError("the question was analysed again")
+
+    monkeypatch.setattr(filing_ranking, "parse_question_scope", not_again)
+    monkeypatch.setattr(filing_ranking, "question_event_topics", not_again)
+    assert scope.run(query=question, analysis=analysis) == alone

@@ -107,3 +107,19 @@ class TestFilingSplitter:
         result = FilingSplitter().run(documents=[doc])
         assert {c.meta["item"] for c in result["documents"]} == {"cover", "2.02"}
         assert result["documents"][-1].meta[schema.PAGE_NUMBERS] == [2]
+
+
+def test_lexicon_path_is_the_lexicon_counted_and_tagged_with(tmp_path):
+    from haystack_fin.core.lexicon import Lexicon, TermCluster
+
+    lexicon = Lexicon([TermCluster("stock", "Merchandise", "balance_sheet", ("merchandise inventories",))])
+    path = tmp_path / "lexicon.json"
+    lexicon.to_json(path)
+    splitter = FilingSplitter(lexicon_path=str(path))
+    assert FilingSplitter.from_dict(splitter.to_dict()).lexicon_path == str(path)
+    fixture = Path(__file__).parents[1] / "fixtures" / "bestbuy-10q-2023-07-29.pdf"
+    out = splitter.run(documents=FilingConverter().run(sources=[fixture])["documents"])
+    counts = out["filing_nodes"][0].meta[schema.ITEM_TERM_COUNTS]
+    assert {cluster for per_item in counts.values() for cluster in per_item} == {"stock"}
+    # No statement clusters in this lexicon, so no block is tagged as a statement.
+    assert not any(d.meta.get(schema.STATEMENT) for d in out["documents"])

@@ -122,14 +122,9 @@ def test_unknown_hub_name_fails_offline_without_downloading():
     assert e.model == "haystack-fin-tests/no-such-model" and e.embedding_backend is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="transformers' offline error does not name the model ('We couldn't connect to https://huggingface.co "
-    "...'); FinTextEmbedder passes it on unchanged. Remove this mark when warm_up names the model.",
-)
 def test_unknown_hub_name_error_names_the_model():
     e = FinTextEmbedder(model="haystack-fin-tests/no-such-model")
-    with pytest.raises(OSError, match="no-such-model"):
+    with pytest.raises(OSError, match=r"no-such-model.*models are not downloaded here"):
         e.warm_up()
 
 

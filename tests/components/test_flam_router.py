@@ -219,3 +219,31 @@ class TestPlainPipeline:
         loaded = Pipeline.loads(pipe.dumps(), allowed_modules=["haystack_fin"])
         result = loaded.run({"router": {"query": "capex"}, "retriever": {"query": "capex"}})
         assert {d.meta["item"] for d in result["retriever"]["documents"]} == {"8"}
+
+
+@pytest.mark.parametrize("mode", ["relative", "log", "uniform"])
+@pytest.mark.parametrize(
+    ("question", "filing_ids"),
+    [
+        ("What was capex?", ["acme-2023"]),
+        ("How did capital expenditures and inflation develop?", ["acme-2023", "acme-2022"]),
+        ("What did we spend on capex?", ["acme-2023", "no-counts"]),  # Item priors: the filing has no term counts
+        ("Tell me about the weather in Paris.", None),
+    ],
+)
+def test_same_routing_with_the_query_analyzers_analysis(store, monkeypatch, mode, question, filing_ids):
+    from haystack_fin.components.query_analyzer import QueryAnalyzer
+    from haystack_fin.core.retrieval import flam
+
+    store.write_documents([_filing_node("no-counts", {}, {}, {"1A": 1, "7": 1, "8": 1})])
+    router = FlamRouter(document_store=store, top_k=6, mode=mode)
+    alone = router.run(question, filing_ids=filing_ids)
+    analysis = QueryAnalyzer().run(query=question)["analysis"]
+
+    def not_again(*_args, **_kwargs):
+        raise AssertionError("the question was analysed again")
+
+    monkeypatch.setattr(flam, "detect_query_clusters", not_again)
+    assert router.run(question, filing_ids=filing_ids, analysis=analysis) == alone
+    if filing_ids and "no-counts" in filing_ids and mode != "uniform":
+        assert alone["routing"]["filings"][1]["basis"] == "item_priors"  # the priors path is exercised

@@ -253,3 +253,41 @@ class TestTwoStageRankerCrossEncoder:
         out = result["ranker"]["documents"]
         assert len(out) == 3
         assert [d.score for d in out] == sorted((d.score for d in out), reverse=True)
+
+
+@pytest.mark.parametrize("weights", [None, {"statement": 0.0}, {"table": 0.0}])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is Netflix's year end FY2017 total current liabilities? Use the balance sheet.",
+        QUERY,
+        "Describe the competition.",
+    ],
+)
+def test_same_ranking_with_the_query_analyzers_analysis(monkeypatch, weights, question):
+    from haystack_fin.components import two_stage_ranker
+    from haystack_fin.components.query_analyzer import QueryAnalyzer
+    from haystack_fin.core.retrieval import passage_scoring
+
+    rows = "| Total current liabilities | 5,466 | 4,586 |"
+    docs = [
+        *item7_heavy(),
+        doc("bs", rows, item="8", modality="table", statement="balance_sheet"),
+        doc("note", rows, item="8", modality="table", table={"rows": [{"label": "Total current liabilities"}]}),
+    ]
+    ranker = TwoStageRanker(top_k=5, fallback_weights=weights)
+    embedding = [0.1, 0.2, 0.3]
+
+    def run(**extra):
+        out = ranker.run(query=question, documents=docs, query_embedding=embedding, **extra)
+        return [(d.id, d.score, d.meta["rerank"]) for d in out["documents"]], out["trace"]
+
+    alone = run()
+    analysis = QueryAnalyzer().run(query=question)["analysis"]
+
+    def not_again(*_args):
+        raise AssertionError("the question was analysed again")
+
+    monkeypatch.setattr(two_stage_ranker, "statements_in_query", not_again)
+    monkeypatch.setattr(passage_scoring, "asks_for_number", not_again)
+    assert run(analysis=analysis) == alone

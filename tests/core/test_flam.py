@@ -189,6 +189,13 @@ class TestFallback:
         assert priors == pytest.approx({"7": 1.0, "8": 1.5})
         assert cluster_item_priors(["revenue"], tiny_lexicon, "earnings_release") == {}
 
+    def test_pre_2004_8k_items_share_the_current_items_prior(self):
+        lexicon = Lexicon([TermCluster("results", "Results", "mdna", ("results",), {"8-K": ("2.02", "9.01")})])
+        # An 8-K filed before August 2004 reports results under Item 12 and exhibits under Item 7.
+        assert cluster_item_priors(["results"], lexicon, "8-K") == pytest.approx(
+            {"2.02": 1.0, "12": 1.0, "9.01": 0.5, "7": 0.5}
+        )
+
 
 class TestAllocateBudget:
     def test_sums_to_k_for_random_weights(self):

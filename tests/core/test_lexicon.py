@@ -309,7 +309,7 @@ class TestConstructionAndMerge:
         with pytest.raises(ValueError, match="Duplicate"):
             Lexicon([TermCluster("a", "A", "x", ("one",)), TermCluster("a", "A", "x", ("two",))])
         with pytest.raises(ValueError, match="on_conflict"):
-            Lexicon([], on_conflict="keep")  # type: ignore[arg-type]
+            Lexicon([], on_conflict="keep")  # type: ignore[arg-type]  # the invalid value under test
 
     def test_json_round_trip(self, tmp_path, lexicon):
         path = tmp_path / "lexicon.json"

@@ -306,6 +306,14 @@ class TestResolveScope:
         assert decision.filing_ids == ["PEPSICO_2023_8K_dated-2023-05-05", "PEPSICO_2023_8K_dated-2023-05-30"]
         assert any("Item 5.07" in r for r in decision.matches[0].reasons)
 
+    def test_pre_2004_8k_items_match_event_topics(self):
+        """A 2003 8-K files its earnings release under Item 12, which became Item 2.02 in August 2004."""
+        old = FilingProfile("ACME_2003_8K", company="Acme Corp", form="8-K", fiscal_year=2003, items=("cover", "12"))
+        new = FilingProfile("ACME_2003_8K_b", company="Acme Corp", form="8-K", fiscal_year=2003, items=("cover", "5"))
+        decision = resolve_scope("What were Acme's quarterly results in 2003 according to its 8-K?", [new, old])
+        assert decision.filing_ids[0] == "ACME_2003_8K"
+        assert any("8-K Item 12" in r for r in decision.matches[0].reasons)
+
     def test_as_of_date_matches_period_end(self):
         decision = resolve_scope("As of December 31, 2021, what was Verizon's net debt?", PROFILES)
         assert decision.filing_ids == ["VERIZON_2021_10K"]

@@ -676,9 +676,9 @@ def _grid(raw: list[list[_Cell]]) -> tuple[list[list[str]], list[int]]:
     rows: list[list[str]] = []
     kept: list[int] = []
     for i, line in enumerate(grid):
-        cells = [line[c] for c in keep_cols]
-        if any(cells):
-            rows.append(cells)
+        kept_cells = [line[c] for c in keep_cols]
+        if any(kept_cells):
+            rows.append(kept_cells)
             kept.append(i)
     return rows, kept
 

@@ -105,9 +105,9 @@ _ITEMS_8K_BEFORE_2004: tuple[ItemSpec, ...] = (
     ItemSpec("2", "2", "Acquisition or Disposition of Assets"),
     ItemSpec("3", "3", "Bankruptcy or Receivership"),
     ItemSpec("4", "4", "Changes in Registrant's Certifying Accountant"),
-    ItemSpec("5", "5", "Other Events", ("Other Events and Regulation FD Disclosure",)),
+    ItemSpec("5", "5", "Other Events", variants=("Other Events and Regulation FD Disclosure",)),
     ItemSpec("6", "6", "Resignations of Registrant's Directors"),
-    ItemSpec("7", "7", "Financial Statements and Exhibits", ("Exhibits",)),  # "Item 7(c). Exhibits"
+    ItemSpec("7", "7", "Financial Statements and Exhibits", variants=("Exhibits",)),  # "Item 7(c). Exhibits"
     ItemSpec("8", "8", "Change in Fiscal Year"),
     ItemSpec("9", "9", "Regulation FD Disclosure"),
     ItemSpec(
@@ -116,6 +116,25 @@ _ITEMS_8K_BEFORE_2004: tuple[ItemSpec, ...] = (
     ItemSpec("11", "11", "Temporary Suspension of Trading Under Registrant's Employee Benefit Plans"),
     ItemSpec("12", "12", "Results of Operations and Financial Condition"),
 )
+
+# What each pre-2004 8-K Item became in the August 2004 numbering (SEC Release 33-8400), so that retrieval rules
+# written for current Items ("2.02": results) also fit filings stored under the old numbers ("12").
+ITEMS_8K_SUCCESSOR: dict[str, str] = {
+    "1": "5.01",
+    "2": "2.01",
+    "3": "1.03",
+    "4": "4.01",
+    "5": "8.01",
+    "6": "5.02",
+    "7": "9.01",
+    "8": "5.03",
+    "9": "7.01",
+    "10": "5.05",
+    "11": "5.04",
+    "12": "2.02",
+}
+ITEMS_8K_PREDECESSOR: dict[str, str] = {new: old for old, new in ITEMS_8K_SUCCESSOR.items()}
+
 
 ITEMS_8K: tuple[ItemSpec, ...] = _ITEMS_8K_BEFORE_2004 + tuple(
     ItemSpec(code, code, title, variants=tuple(variants))
@@ -414,7 +433,8 @@ def _best_chain(candidates: list[_Candidate], catalog: tuple[ItemSpec, ...]) -> 
         if prev is not None:
             best[j] = prev[0] + c.quality
             back[j] = prev[1]
-        if ending[oj] is None or best[j] > ending[oj][0]:
+        current = ending[oj]
+        if current is None or best[j] > current[0]:
             ending[oj] = (best[j], j)
     j = max(range(n), key=lambda k: (best[k], k))
     chain = []

@@ -74,7 +74,7 @@ class Element:
         bbox = data.pop("bbox", None)
         return cls(
             **data,
-            bbox=tuple(bbox) if bbox is not None else None,  # type: ignore[arg-type]
+            bbox=tuple(bbox) if bbox is not None else None,
             table=TableData(**table) if table else None,
         )
 

@@ -201,7 +201,7 @@ def _ink(binary: np.ndarray, box: tuple[int, int, int, int]) -> _Ink | None:
     region = binary[y0:y1, x0:x1]
     if region.size == 0 or not region.any():
         return None
-    rows = _runs(region.any(axis=1))
+    rows = _runs(np.asarray(region.any(axis=1)))
     # The detector's box is padded and may catch the ascenders/descenders of neighbouring lines; the line is the
     # row run holding most ink, plus runs close enough to be its dots, accents and punctuation.
     weights = [int(region[a:b].sum()) for a, b in rows]
@@ -218,7 +218,7 @@ def _ink(binary: np.ndarray, box: tuple[int, int, int, int]) -> _Ink | None:
         top = a
     band = region[top:bottom]
     h = max(bottom - top, 1)
-    cols = band.any(axis=0)
+    cols = np.asarray(band.any(axis=0))
     ink_runs = _runs(cols)
     if not ink_runs:
         return None

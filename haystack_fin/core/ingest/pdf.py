@@ -16,6 +16,7 @@ import bisect
 import logging
 import re
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -26,6 +27,7 @@ from haystack_fin.core.ingest import ocr as ocr_engine
 from haystack_fin.core.ingest.layout import Element, FilingParseError, ParsedFiling
 from haystack_fin.core.ingest.pdf_tables import (
     DetectedTable,
+    Word,
     find_table_regions,
     find_tables_checked,
     find_tables_pymupdf,
@@ -185,7 +187,7 @@ def _inside(bbox: tuple[float, float, float, float], region: tuple[float, float,
     return region[0] - 2 <= cx <= region[2] + 2 and region[1] - 2 <= cy <= region[3] + 2
 
 
-def _words_bbox(words: list, indices: list[int]) -> tuple[float, float, float, float] | None:
+def _words_bbox(words: Sequence[Word], indices: list[int]) -> tuple[float, float, float, float] | None:
     if not indices:
         return None
     boxes = [words[i][:4] for i in indices]
@@ -317,7 +319,7 @@ def parse_pdf_filing(
     try:
         page_lines = []
         ocr_pages: dict[int, ocr_engine.OcrPage] = {}
-        for index, page in enumerate(doc):
+        for index, page in enumerate(doc.pages()):
             lines = _page_lines(page)
             if ocr and ocr_engine.needs_ocr(page, sum(len(ln.text) - ln.text.count(" ") for ln in lines)):
                 try:
@@ -333,12 +335,12 @@ def parse_pdf_filing(
         if ocr_pages:
             logger.info("%s: %d page(s) read by OCR", name, len(ocr_pages))
         body_size = _body_font_size([ln for lines in page_lines for ln in lines])
-        for index, page in enumerate(doc):
+        for index, page in enumerate(doc.pages()):
             page_no = index + 1
             lines = page_lines[index]
             page_texts.append("\n".join(ln.text for ln in lines))
             tables: list[DetectedTable] = []
-            words: list = []
+            words: list[Word] = []
             scanned = ocr_pages.get(index)
             if scanned is not None and table_finder != "none" and lines:
                 # The geometric detector on OCR word boxes; PyMuPDF's finder reads the page's own text and

@@ -421,7 +421,7 @@ def _gapped_numbers(line: list[Word]) -> int:
     return n
 
 
-def find_table_regions(page: pymupdf.Page, words: list | None = None) -> list[DetectedTable]:
+def find_table_regions(page: pymupdf.Page, words: Sequence[Word] | None = None) -> list[DetectedTable]:
     """Detect borderless financial tables on ``page`` from word boxes.
 
     ``words`` may be passed when the caller already has ``page.get_text("words")``; ``word_indices`` in the result
@@ -446,7 +446,7 @@ def find_table_regions(page: pymupdf.Page, words: list | None = None) -> list[De
     return tables
 
 
-def find_tables_checked(page: pymupdf.Page, words: list | None = None) -> list[DetectedTable]:
+def find_tables_checked(page: pymupdf.Page, words: Sequence[Word] | None = None) -> list[DetectedTable]:
     """The geometric detector, with PyMuPDF's finder as a second opinion where the detector left rows behind.
 
     When a line that reads like a table row (``value_lines``) lies outside every detected table, PyMuPDF's
@@ -840,14 +840,14 @@ def _build_table(lines: list[_Line], start: int, end: int, lh: float) -> Detecte
         gap = below_y0 - ln.y1
         if ln.kind in (_ROW, _PROSE, _FURNITURE) or gap > 3.0 * lh or _TOC_ENTRY_RE.match(ln.text):
             break
-        units = _units_in(ln.text)
-        if units and units[1] and not headers:  # "(In thousands, except per share data)" under the header
+        line_units = _units_in(ln.text)
+        if line_units and line_units[1] and not headers:  # "(In thousands, except per share data)" under the header
             units_idx.append(i)
             below_y0 = ln.y0
             i -= 1
             continue
         # "Numerator (in millions):" is a section label that names units, not the caption's units line.
-        if (units and len(ln.segments) == 1 and not ln.text.endswith(":")) or _UNAUDITED_RE.match(ln.text):
+        if (line_units and len(ln.segments) == 1 and not ln.text.endswith(":")) or _UNAUDITED_RE.match(ln.text):
             break
         in_zone = [s for s in ln.segments if s[-1].x1 >= zone_x0 - lh]
         # A sentence running from the left margin into the value columns is the caption, never a header, unless
@@ -883,7 +883,7 @@ def _build_table(lines: list[_Line], start: int, end: int, lh: float) -> Detecte
         top = min(headers)
     else:
         # Without a column header, only "Heading:" lines directly above belong to the body; the rest is caption.
-        keep = []
+        keep: list[int] = []
         for j in labels_above:
             short = len(lines[j].words) <= 8  # "Revenue:" is a section; "... were as follows:" is a caption
             if short and lines[j].text.endswith(":") and (not keep or keep[-1] == j + 1) and (j + 1 == start or keep):
@@ -1048,19 +1048,19 @@ def _grid_to_table(grid: list[list[str | None]], title: str = "") -> TableData:
     body = rows[body_start:]
     body_s = [[normalize_line(c or "") for c in r] for r in body]
     # Cell fragments: "$" belongs to the next value, ")" and "%" to the previous one.
-    for r in body_s:
+    for cells in body_s:
         for j in range(1, width):
-            if _FRAGMENT_PREFIX.match(r[j]):
-                r[j] = ""
-            elif _FRAGMENT_SUFFIX.match(r[j]):
+            if _FRAGMENT_PREFIX.match(cells[j]):
+                cells[j] = ""
+            elif _FRAGMENT_SUFFIX.match(cells[j]):
                 k = j - 1
-                while k > 0 and not r[k]:
+                while k > 0 and not cells[k]:
                     k -= 1
                 if k > 0:
-                    r[k] += r[j]
-                r[j] = ""
-            elif r[j].startswith("$") and _is_numeric_cell(r[j][1:]):
-                r[j] = r[j][1:].strip()
+                    cells[k] += cells[j]
+                cells[j] = ""
+            elif cells[j].startswith("$") and _is_numeric_cell(cells[j][1:]):
+                cells[j] = cells[j][1:].strip()
     keep = [0] + [j for j in range(1, width) if any(r[j] for r in body_s)]
     out: list[list[str]] = []
     if header_lines:
@@ -1113,7 +1113,7 @@ def _grid_to_table(grid: list[list[str | None]], title: str = "") -> TableData:
 def find_tables_pymupdf(
     page: pymupdf.Page,
     clip: pymupdf.Rect | Sequence[float] | None = None,
-    words: list | None = None,
+    words: Sequence[Word] | None = None,
     strategy: str = "lines",
 ) -> list[DetectedTable]:
     """Tables via PyMuPDF's ``page.find_tables`` (slow: ~300-600 ms per page on EDGAR filings).

@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from haystack_fin.core import schema
 from haystack_fin.core.ingest.chunking import Paragraph, chunk_paragraphs
 from haystack_fin.core.ingest.cleanup import join_page_breaks, remove_page_furniture
 from haystack_fin.core.ingest.items import (
@@ -133,7 +134,7 @@ def _section_chunks(
         elif el.kind == "table" and el.table is not None and el.table.rows:
             flush_text()
             table_counter[0] += 1
-            table_id = f"{filing_id}#table-{table_counter[0]:04d}"
+            table_id = schema.table_id(filing_id, table_counter[0])
             title = el.table.title or (path[-1] if len(path) > 1 else "")
             units_label, multiplier = detect_units(el.table.units, title, *last_texts)
             units_text = el.table.units or (f"(in {units_label})" if units_label else "")

@@ -52,6 +52,7 @@ from datetime import date
 from typing import Any
 
 from haystack_fin.core import schema
+from haystack_fin.core.ingest.items import ITEMS_8K_SUCCESSOR
 from haystack_fin.core.retrieval.companies import CompanyIndex, CompanyMention
 from haystack_fin.core.retrieval.question_scope import (
     DateMention,
@@ -127,13 +128,6 @@ def _form_family(form: str) -> str:
     return form[:-2] if form.upper().endswith("/A") else form
 
 
-def _as_int(value: Any) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except (TypeError, ValueError):
-        return None
-
-
 def _iso_date(value: str) -> date | None:
     try:
         return date.fromisoformat(value[:10]) if value else None
@@ -160,22 +154,19 @@ class FilingProfile:
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any]) -> FilingProfile:
-        """Profile from a filing node's meta; tolerant of missing keys and of numbers stored as strings."""
-        items: list[str] = []
-        for it in meta.get(schema.ITEMS) or ():
-            code = it.get("item") if isinstance(it, Mapping) else it
-            if code:
-                items.append(str(code))
+        """Profile from a filing node's meta (read through ``schema.FilingNode``: tolerant of missing keys and of
+        numbers stored as strings)."""
+        node = schema.FilingNode.from_meta(meta)
         return cls(
-            filing_id=str(meta.get(schema.FILING_ID) or ""),
-            company=str(meta.get(schema.COMPANY) or ""),
-            ticker=str(meta.get(schema.TICKER) or ""),
-            form=str(meta.get(schema.FORM) or "other"),
-            fiscal_year=_as_int(meta.get(schema.FISCAL_YEAR)),
-            fiscal_quarter=_as_int(meta.get(schema.FISCAL_QUARTER)),
-            period_end=str(meta.get(schema.PERIOD_END) or ""),
-            period=str(meta.get(schema.PERIOD) or ""),
-            items=tuple(items),
+            filing_id=node.filing_id,
+            company=node.company,
+            ticker=node.ticker,
+            form=node.form or "other",
+            fiscal_year=node.fiscal_year,
+            fiscal_quarter=node.fiscal_quarter,
+            period_end=node.period_end,
+            period=node.period,
+            items=tuple(it["item"] for it in node.items if it["item"]),
         )
 
     @property
@@ -252,7 +243,8 @@ class ScopeDecision:
         }
 
 
-def _event_topics(question: str) -> dict[str, str]:
+def question_event_topics(question: str) -> dict[str, str]:
+    """The 8-K Items whose topic the question's words name (``{item code: the word found}``), e.g. "vote" -> 5.07."""
     lower = question.lower()
     topics: dict[str, str] = {}
     for code, words in _EVENT_TOPICS.items():
@@ -366,7 +358,9 @@ def score_filing(
     if scope.forms:
         add(_form_part(profile, scope.forms))
     if family == "8-K" and topics:
-        hits = [f"{code} ({topics[code]!r})" for code in profile.items if code in topics]
+        # A pre-2004 8-K's Items ("12") are matched by what they became ("2.02").
+        current = {code: ITEMS_8K_SUCCESSOR.get(code, code) for code in profile.items}
+        hits = [f"{code} ({topics[new]!r})" for code, new in current.items() if new in topics]
         if hits:
             add((EVENT_TOPIC, f"8-K Item {', '.join(hits)} fits the question"))
     return score, reasons
@@ -397,6 +391,8 @@ def resolve_scope(
     max_filings: int = 3,
     aliases: Mapping[str, Sequence[str]] | None = None,
     company_index: CompanyIndex | None = None,
+    question_scope: QuestionScope | None = None,
+    event_topics: Mapping[str, str] | None = None,
 ) -> ScopeDecision:
     """Decide which filings ``question`` is about (rules in the module docstring).
 
@@ -406,6 +402,8 @@ def resolve_scope(
     :param max_filings: at most this many filings when the question is scoped by company.
     :param aliases: extra company names, see ``CompanyIndex``; ignored when ``company_index`` is given.
     :param company_index: a prebuilt index over ``profiles`` (saves rebuilding it per question).
+    :param question_scope: ``parse_question_scope(question)`` when the caller has it already (a QueryAnalyzer).
+    :param event_topics: ``question_event_topics(question)`` when the caller has it already.
     :returns: the ranked filing ids and the explanation.
     """
     if max_filings < 1:
@@ -430,12 +428,12 @@ def resolve_scope(
         ]
         return ScopeDecision(ids, True, f"explicit filing filter ({len(ids)} filings) overrides the question", matches)
 
-    scope = parse_question_scope(question)
+    scope = question_scope if question_scope is not None else parse_question_scope(question)
     if not profiles:
         return ScopeDecision([], False, "no filing profiles in the index: unscoped", question=scope)
     index = company_index if company_index is not None else CompanyIndex(profiles, aliases)
     target = scope.target()
-    topics = _event_topics(question)
+    topics = dict(event_topics) if event_topics is not None else question_event_topics(question)
     mentions = index.find(question)
 
     if mentions:

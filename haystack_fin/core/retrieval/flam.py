@@ -47,12 +47,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from haystack_fin.core import schema
-from haystack_fin.core.ingest.items import COVER_CODE, form_family
+from haystack_fin.core.ingest.items import COVER_CODE, ITEMS_8K_PREDECESSOR, form_family
 from haystack_fin.core.lexicon import Lexicon
 
 logger = logging.getLogger(__name__)
 
-WeightMode = Literal["relative", "log", "softmax"]
+WeightMode = Literal["relative", "log", "softmax", "uniform"]
 # "uniform" ignores the question: every Item with chunks gets an equal share (the FLAM ablation).
 MODES: tuple[str, ...] = ("relative", "log", "softmax", "uniform")
 DEFAULT_MODE = "relative"
@@ -97,7 +97,8 @@ def cluster_ids(query_clusters: Iterable[str | QueryTerm]) -> list[str]:
 
 def cluster_item_priors(clusters: Iterable[str], lexicon: Lexicon, form: str) -> dict[str, float]:
     """Item prior weights from the lexicon: each cluster's typical Items for ``form``, discounted by rank
-    (1, 1/2, 1/3, ...), summed over clusters. Unknown clusters and forms without an Item catalog add nothing."""
+    (1, 1/2, 1/3, ...), summed over clusters, and for an 8-K the same weight on the pre-2004 number of each Item.
+    Unknown clusters and forms without an Item catalog add nothing."""
     family = form_family(form) or form
     priors: dict[str, float] = {}
     for cluster_id in clusters:
@@ -105,6 +106,11 @@ def cluster_item_priors(clusters: Iterable[str], lexicon: Lexicon, form: str) ->
             continue
         for rank, item in enumerate(lexicon.item_prior(cluster_id, family)):
             priors[item] = priors.get(item, 0.0) + 1.0 / (rank + 1)
+    if family == "8-K":
+        # A pre-2004 8-K numbers its Items 1-12: its Item "12" gets the prior of "2.02" (a filing uses one numbering).
+        for item, weight in list(priors.items()):
+            if item in ITEMS_8K_PREDECESSOR:
+                priors[ITEMS_8K_PREDECESSOR[item]] = priors.get(ITEMS_8K_PREDECESSOR[item], 0.0) + weight
     return priors
 
 
@@ -328,13 +334,14 @@ class FilingStats:
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any]) -> "FilingStats":
-        """From a filing node's meta (``node_type == "filing"``)."""
+        """From a filing node's meta (``node_type == "filing"``), read through ``schema.FilingNode``."""
+        node = schema.FilingNode.from_meta(meta)
         return cls(
-            filing_id=str(meta.get(schema.FILING_ID, "")),
-            form=str(meta.get(schema.FORM) or ""),
-            items=list(meta.get(schema.ITEMS) or []),
-            item_term_counts=meta.get(schema.ITEM_TERM_COUNTS) or {},
-            item_term_totals=meta.get(schema.ITEM_TERM_TOTALS) or {},
+            filing_id=node.filing_id,
+            form=node.form,
+            items=list(node.items),
+            item_term_counts=node.item_term_counts or {},
+            item_term_totals=node.item_term_totals or {},
         )
 
     @property
@@ -357,8 +364,8 @@ class ItemBudget:
     k: int
     weight: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"filing_id": self.filing_id, "item": self.item, "k": self.k, "weight": round(self.weight, 6)}
+    def to_dict(self) -> schema.Budget:
+        return schema.Budget(filing_id=self.filing_id, item=self.item, k=self.k, weight=round(self.weight, 6))
 
 
 @dataclass

@@ -199,7 +199,7 @@ class PassageScore:
         return asdict(self)
 
 
-class _LuceneBM25(BM25Okapi):
+class _LuceneBM25(BM25Okapi):  # type: ignore[misc]  # rank_bm25 has no type information: its classes are Any
     """rank-bm25's Okapi BM25 with Lucene's always-positive IDF (see the module docstring), computed only for the
     query's terms: rank-bm25 would otherwise take the log of every word of every candidate."""
 
@@ -213,7 +213,8 @@ class _LuceneBM25(BM25Okapi):
             for t in query_terms
             if t in self._doc_counts
         }
-        return self.get_scores(list(query_terms))
+        scores: np.ndarray = self.get_scores(list(query_terms))
+        return scores
 
 
 def lexical_scores(query_terms: Sequence[str], passage_terms: Sequence[Sequence[str]]) -> list[float]:
@@ -282,6 +283,8 @@ def score_passages(
     weights: FallbackWeights | None = None,
     statements: Mapping[str, float] | None = None,
     ignore_phrases: Sequence[Sequence[str]] = (),
+    query_terms: Sequence[str] | None = None,
+    wants_number: bool | None = None,
 ) -> list[PassageScore]:
     """Fallback relevance of each passage to ``query`` in [0, 1], aligned with ``passages`` (see module docstring).
 
@@ -291,15 +294,19 @@ def score_passages(
     which filing is meant (FilingScope's job) but not where in it the answer is, and "Best Buy" in a Best Buy
     question otherwise favours the tables whose rows are labelled "Best Buy".
 
+    ``query_terms`` (``content_terms(query)``) and ``wants_number`` (``asks_for_number(query)``) may be passed when
+    the question was analysed once upstream (a QueryAnalyzer); None computes them from ``query``.
+
     Deterministic: the same inputs give the same floats. Without query terms and embeddings every score is 0, so
     the caller's tie-break (original rank) keeps the retriever's order.
     """
     weights = weights or FallbackWeights()
     if not passages:
         return []
-    q_terms = drop_phrases(content_terms(query), ignore_phrases)
+    q_terms = drop_phrases(content_terms(query) if query_terms is None else query_terms, ignore_phrases)
+    number = asks_for_number(query) if wants_number is None else wants_number
     use_lexical = weights.lexical > 0 and bool(q_terms)
-    use_table = weights.table > 0 and bool(q_terms) and asks_for_number(query)
+    use_table = weights.table > 0 and bool(q_terms) and number
     use_statement = weights.statement > 0 and bool(statements)
 
     lexical = lexical_scores(q_terms, [content_terms(p.text) for p in passages]) if use_lexical else None

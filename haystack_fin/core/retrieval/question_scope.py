@@ -402,7 +402,7 @@ def _with_context(
 
     The window stops at the previous period so that "guidance for 2024 per its FY2022 report" marks only 2024.
     """
-    ends = sorted(m.end for m in (*periods, *dates))
+    ends = sorted([m.end for m in periods] + [m.end for m in dates])
 
     def flags(start: int) -> tuple[bool, bool]:
         k = bisect_right(ends, start)  # the latest end at or before ``start`` (a scan of all spans was quadratic)

@@ -171,7 +171,8 @@ class ItemTree:
 
     # -- dense ----------------------------------------------------------------------------------------------------
     def leaf_cosines(self, query_unit: np.ndarray) -> np.ndarray:
-        return self.leaf_embeddings @ query_unit
+        cosines: np.ndarray = self.leaf_embeddings @ query_unit  # numpy types ``@`` of plain ndarrays as Any
+        return cosines
 
     def question_cosines(self, query_unit: np.ndarray, node_ids: Sequence[str]) -> np.ndarray:
         assert self.question_embeddings is not None

@@ -124,7 +124,8 @@ def _pca(points: np.ndarray, n_components: int) -> np.ndarray:
     k = max(1, min(n_components, len(s)))
     signs = np.sign(vt[np.arange(k), np.abs(vt[:k]).argmax(axis=1)])
     signs[signs == 0] = 1.0
-    return u[:, :k] * s[:k] * signs
+    scores: np.ndarray = u[:, :k] * s[:k] * signs  # numpy types arithmetic on plain ndarrays as Any
+    return scores
 
 
 def _umap(points: np.ndarray, n_components: int, random_state: int) -> np.ndarray:
@@ -185,7 +186,8 @@ def _gmm_probabilities(points: np.ndarray, k_min: int, k_max: int, seed: int, pa
             elif k - best[1] >= patience:
                 break
         assert best is not None
-        return best[2].predict_proba(points)
+        memberships: np.ndarray = best[2].predict_proba(points)
+        return memberships
 
 
 def _contiguous_groups(members: Sequence[int], size: int) -> list[list[int]]:
@@ -600,10 +602,10 @@ def extractive_summary(
             document_frequency.update(set(words))
         n_sentences = len(candidates)
         idf = {w: math.log(1.0 + n_sentences / df) for w, df in document_frequency.items()}
-        centroid_weights: Counter[str] = Counter()
+        centroid_weights: dict[str, float] = {}
         for *_, words in candidates:
             for word in words:
-                centroid_weights[word] += idf[word]
+                centroid_weights[word] = centroid_weights.get(word, 0.0) + idf[word]
         centroid_norm = math.sqrt(sum(v * v for v in centroid_weights.values())) or 1.0
         term_keys = [term.lower() for term in terms]
         scored: list[tuple[float, int, int, str, set[str]]] = []
@@ -626,18 +628,18 @@ def extractive_summary(
         # Best first; one sentence per chunk while other chunks still offer one; a sentence that does not fit the
         # word budget is passed over for a shorter one.
         for pass_number in (0, 1):
-            for _, t, p, sentence, words in scored:
+            for _, t, p, sentence, word_set in scored:
                 if len(chosen) >= max_sentences or remaining <= 0:
                     break
                 key = sentence.lower()
                 n_words = len(sentence.split())
-                if key in seen or n_words > remaining or any(_jaccard(words, w) >= 0.7 for w in kept_words):
+                if key in seen or n_words > remaining or any(_jaccard(word_set, w) >= 0.7 for w in kept_words):
                     continue
                 if pass_number == 0 and t in used_texts and len(used_texts) < n_texts_with_candidates:
                     continue
                 chosen.append((t, p, sentence))
                 used_texts.add(t)
-                kept_words.append(words)
+                kept_words.append(word_set)
                 seen.add(key)
                 remaining -= n_words
         if not chosen and remaining >= 5:  # every sentence is longer than the budget: cut the best one

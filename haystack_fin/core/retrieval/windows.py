@@ -9,7 +9,9 @@ within a word budget.
 import re
 from dataclasses import dataclass
 
-_CHUNK_INDEX = re.compile(r"#chunk-(\d+)$")
+from haystack_fin.core.schema import chunk_id as make_chunk_id
+from haystack_fin.core.schema import parse_chunk_id
+
 _TABLE_RULE = re.compile(r"^\|(?:\s*:?-{3,}:?\s*\|)+$")  # markdown's header separator "| --- | --- |"
 
 
@@ -26,17 +28,17 @@ class WindowPart:
 
 def chunk_index(chunk_id: str) -> int | None:
     """Position of a chunk from its deterministic id ("<filing_id>#chunk-00012" -> 12)."""
-    m = _CHUNK_INDEX.search(chunk_id)
-    return int(m.group(1)) if m else None
+    parsed = parse_chunk_id(chunk_id)
+    return parsed[1] if parsed else None
 
 
 def neighbour_ids(chunk_id: str, radius: int) -> list[str]:
     """Ids of the ``radius`` chunks before and after ``chunk_id`` (not checked for existence)."""
-    idx = chunk_index(chunk_id)
-    if idx is None:
+    parsed = parse_chunk_id(chunk_id)
+    if parsed is None:
         return []
-    prefix = chunk_id[: chunk_id.rindex("#chunk-")]
-    return [f"{prefix}#chunk-{i:05d}" for i in range(max(0, idx - radius), idx + radius + 1) if i != idx]
+    filing_id, idx = parsed
+    return [make_chunk_id(filing_id, i) for i in range(max(0, idx - radius), idx + radius + 1) if i != idx]
 
 
 def table_body(text: str) -> str:
@@ -63,10 +65,10 @@ def _compatible(core: WindowPart, other: WindowPart) -> bool:
 def build_window(core: WindowPart, neighbours: dict[str, WindowPart], radius: int, max_words: int) -> list[WindowPart]:
     """The window around ``core``: neighbours added alternately after and before it while compatible and while the
     window stays within ``max_words``. Returned in reading order; ``core`` is always included."""
-    idx = chunk_index(core.id)
-    if idx is None:
+    parsed = parse_chunk_id(core.id)
+    if parsed is None:
         return [core]
-    prefix = core.id[: core.id.rindex("#chunk-")]
+    filing_id, idx = parsed
     words = len(core.text.split())
 
     def cost(part: WindowPart) -> int:  # another block of the core's table adds only its rows
@@ -80,7 +82,7 @@ def build_window(core: WindowPart, neighbours: dict[str, WindowPart], radius: in
             if (side == "after" and not open_after) or (side == "before" and not open_before):
                 continue
             j = idx + step if side == "after" else idx - step
-            part = neighbours.get(f"{prefix}#chunk-{j:05d}") if j >= 0 else None
+            part = neighbours.get(make_chunk_id(filing_id, j)) if j >= 0 else None
             if part is None or not _compatible(core, part) or words + cost(part) > max_words:
                 if side == "after":
                     open_after = False
