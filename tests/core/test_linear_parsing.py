@@ -698,3 +698,236 @@ def test_pdf_dot_leaders_and_a_page_of_one_long_line():
     parsed = bounded("PDF adversarial pages", lambda: parse_pdf_filing("adversarial.pdf", data=data, ocr=False))
     assert {e.page for e in parsed.elements} == {1, 2, 3}
     assert [len(e.table.rows) for e in parsed.elements if e.kind == "table"] == [240]
+
+
+# A paragraph or table continued over many pages used to be rebuilt at every page break (text, pages, rows and the
+# column count over all rows so far): quadratic in the number of pages. Sizes are chosen so the old code takes
+# well over E2E_CPU_SECONDS and the linear code well under it.
+_PAGE_WORDS = 1_000  # a dense page of prose per continuation
+
+
+@pytest.mark.slow
+def test_a_paragraph_continued_over_5000_pages():
+    from haystack_fin.core.ingest.cleanup import join_page_breaks
+    from haystack_fin.core.ingest.layout import Element
+
+    rng = random.Random(3)
+    body = " ".join(rng.choice(_WORDS) for _ in range(_PAGE_WORDS - 2))
+    # Each page ends mid-sentence and the next starts in lower case: one paragraph over 5,000 pages.
+    pages = [f"page {i} {body}" for i in range(5_000)]
+    ocr = [{"ocr": True, "ocr_confidence": 0.5 + (i % 7) / 20} if i % 2 == 0 else {} for i in range(5_000)]
+    elements = [Element("text", text, i + 1, **ocr[i]) for i, text in enumerate(pages)]
+    joined = bounded("paragraph over 5,000 pages", lambda: join_page_breaks(elements))
+    assert len(joined) == 1
+    assert joined[0].text == " ".join(pages)
+    assert joined[0].pages == list(range(1, 5_001))
+    assert joined[0].ocr and joined[0].ocr_confidence is not None and 0.5 < joined[0].ocr_confidence < 0.8
+
+
+@pytest.mark.slow
+def test_a_table_continued_over_2000_pages():
+    from haystack_fin.core.ingest.cleanup import join_page_breaks
+    from haystack_fin.core.ingest.layout import Element, TableData
+
+    header = ["", "2023", "2022"]
+    elements = []
+    for page in range(1, 2_001):
+        rows = [header] + [[f"Line item {page}.{r}", f"{page * r:,}", f"({r})"] for r in range(50)]
+        title = "Consolidated Balance Sheets" + (" (continued)" if page > 1 else "")
+        text = "\n".join(" | ".join(row) for row in rows)
+        elements.append(Element("table", text, page, table=TableData(rows, 1, title, "in millions" * (page == 7))))
+    joined = bounded("table over 2,000 pages", lambda: join_page_breaks(elements))
+    assert len(joined) == 1 and joined[0].table is not None
+    table = joined[0].table
+    assert len(table.rows) == 1 + 2_000 * 50  # one header: each continuation's repeated header is dropped
+    assert table.rows[0] == header and table.rows[-1] == ["Line item 2000.49", "98,000", "(49)"]
+    assert table.title == "Consolidated Balance Sheets" and table.units == "in millions"
+    assert joined[0].pages == list(range(1, 2_001))
+
+
+@pytest.mark.slow
+def test_html_table_of_wide_spanning_cells():
+    from haystack_fin.core.ingest.html import parse_html_filing
+
+    # Rows of 100 cells of colspan 200 make the grid 20,000 columns wide, of which 100 hold text; a dense row per
+    # table row (5,000 here) was 100 million cells to fill and scan. The long narrow part keeps the parser's own
+    # per-cell work small next to that: a table of 2,000 rows x 100 such cells (200,000 cells) takes ~9 s of CPU
+    # with the sparse grid too, on this shared machine, too close to the bound to tell the two apart.
+    wide = "".join(
+        "<tr>" + "".join(f'<td colspan="200">r{r}c{c}</td>' for c in range(100)) + "</tr>" for r in range(200)
+    )
+    narrow = "".join(
+        f'<tr><td colspan="200">r{r}c0</td><td colspan="200">$</td><td colspan="200">{r:,}</td></tr>'
+        for r in range(200, 5_000)
+    )
+    data = _html(f"<p>Item 8. Financial Statements</p><table>{wide}{narrow}</table>")
+    parsed = bounded(
+        "HTML 5,000-row table with rows of 100 cells of colspan 200", lambda: parse_html_filing("w.htm", data=data)
+    )
+    tables = [e for e in parsed.elements if e.kind == "table"]
+    assert len(tables) == 1 and tables[0].table is not None
+    rows = tables[0].table.rows
+    assert len(rows) == 5_000 and {len(r) for r in rows} == {100}
+    assert rows[199] == [f"r199c{c}" for c in range(100)]
+    assert rows[4_999][:3] == ["r4999c0", "", "4,999"] and not any(rows[4_999][3:])  # "$" merges into the amount
+
+
+def merged_ocr(first: Any, second: Any) -> dict[str, Any]:
+    """The OCR fields of two joined elements, as the old pairwise join computed them (the reference for the run
+    accumulator in cleanup.join_page_breaks): OCR if either part is, confidence weighted by text length."""
+    if not (first.ocr or second.ocr):
+        return {}
+    parts = [(e.ocr_confidence, max(len(e.text), 1)) for e in (first, second) if e.ocr_confidence is not None]
+    confidence = sum(c * n for c, n in parts) / sum(n for _, n in parts) if parts else None
+    return {"ocr": True, "ocr_confidence": confidence}
+
+
+def _join_page_breaks_quadratic(elements: list[Any]) -> list[Any]:
+    """join_page_breaks as it was before issue 8: the joined Element rebuilt at every page break."""
+    from haystack_fin.core.ingest.layout import Element, TableData
+    from haystack_fin.core.text import squash
+
+    def same_table(prev: Any, nxt: Any) -> bool:
+        untitled = not nxt.title or squash(nxt.title) == squash(prev.title) or "continued" in nxt.title.lower()
+        return prev.n_cols == nxt.n_cols and prev.n_cols >= 2 and untitled
+
+    first_on_page: dict[int, int] = {}
+    for i, el in enumerate(elements):
+        if el.kind != "image":
+            first_on_page.setdefault(el.page, i)
+    out: list[Any] = []
+    for i, el in enumerate(elements):
+        prev = out[-1] if out else None
+        if prev is not None and el.page == prev.pages[-1] + 1 and first_on_page.get(el.page) == i:
+            tail, head = prev.text.rstrip(), el.text.lstrip()
+            if (
+                prev.kind == el.kind == "text"
+                and not (prev.is_heading or el.is_heading)
+                and tail
+                and head
+                and tail[-1] not in '.:;!?”"'
+                and (head[0].islower() or tail[-1] in ",-–(")
+            ):
+                out[-1] = Element(
+                    "text",
+                    f"{prev.text} {el.text}",
+                    prev.page,
+                    pages=[*prev.pages, el.page],
+                    bbox=prev.bbox,
+                    font_size=prev.font_size,
+                    bold=prev.bold,
+                    **merged_ocr(prev, el),
+                )
+                continue
+            if prev.kind == el.kind == "table" and prev.table and el.table and same_table(prev.table, el.table):
+                table = TableData(
+                    [*prev.table.rows, *el.table.rows[el.table.header_rows :]],
+                    prev.table.header_rows,
+                    prev.table.title,
+                    prev.table.units or el.table.units,
+                )
+                out[-1] = Element(
+                    "table",
+                    f"{prev.text}\n{el.text}",
+                    prev.page,
+                    pages=[*prev.pages, el.page],
+                    bbox=prev.bbox,
+                    table=table,
+                    **merged_ocr(prev, el),
+                )
+                continue
+        out.append(el)
+    return out
+
+
+def _grid_dense(raw: list[list[Any]]) -> list[list[str]]:
+    """html._grid's placement as it was before issue 8: a dense row over every grid column."""
+    from haystack_fin.core.ingest.html import merge_cell_fragments
+
+    placed, carry, n_cols = [], {}, 0
+    for cells in raw:
+        busy = {c for c, n in carry.items() if n > 0}
+        carry = {c: n - 1 for c, n in carry.items() if n > 1}
+        col, row = 0, []
+        for cell in cells:
+            while col in busy:
+                col += 1
+            row.append((col, cell.colspan, cell.text))
+            if cell.rowspan > 1:
+                for c in range(col, col + cell.colspan):
+                    carry[c] = max(carry.get(c, 0), cell.rowspan - 1)
+            col += cell.colspan
+        merged = merge_cell_fragments([t for _, _, t in row])
+        placed.append([(s, n, t) for (s, n, _), t in zip(row, merged, strict=True)])
+        n_cols = max(n_cols, col)
+    counts = [0] * n_cols
+    for row in placed:
+        for s, n, t in row:
+            counts[s] += bool(t and n == 1)
+
+    def target(s: int, n: int, weights: list[int]) -> int:
+        if n == 1 or s == 0:
+            return s
+        window = weights[s : s + n]
+        return s + window.index(max(window)) if max(window) else s
+
+    counts2 = [0] * n_cols
+    for row in placed:
+        for s, n, t in row:
+            counts2[target(s, n, counts)] += bool(t)
+    grid = []
+    for row in placed:
+        line = [""] * n_cols
+        for s, n, t in row:
+            if t:
+                c = target(s, n, counts if n == 1 or s == 0 or max(counts[s : s + n]) else counts2)
+                line[c] = f"{line[c]} {t}".strip() if line[c] else t
+        grid.append(line)
+    keep = [c for c in range(n_cols) if any(r[c] for r in grid)]
+    return [cells for cells in ([line[c] for c in keep] for line in grid) if any(cells)]
+
+
+@pytest.mark.slow
+def test_linear_joins_and_grid_give_what_the_quadratic_ones_gave():
+    from haystack_fin.core.ingest import html
+    from haystack_fin.core.ingest.cleanup import join_page_breaks
+    from haystack_fin.core.ingest.layout import Element, TableData
+
+    rng = random.Random(8)
+    texts = ["revenue rose", "and then", "Total.", "end,", "  ", "", "(a", "continued here", "Note 3:", "word-"]
+    joins = 0
+    for _ in range(1_000):
+        elements, page = [], 1
+        for _ in range(rng.randint(0, 25)):
+            page += rng.choice([0, 0, 1, 1, 2])
+            ocr = {"ocr": True, "ocr_confidence": rng.choice([None, rng.random()])} if rng.random() < 0.3 else {}
+            kind = rng.choice(["text", "text", "table", "image"])
+            if kind == "table":
+                n = rng.choice([2, 3])
+                rows = [[rng.choice(["", "a", "1"]) for _ in range(rng.choice([n, n, n - 1]))] for _ in range(3)]
+                title = rng.choice(["", "Balance", "Balance (continued)", "Other"])
+                table = TableData(rows, rng.randint(0, 1), title, rng.choice(["", "in millions", "in thousands"]))
+                elements.append(Element("table", rng.choice(texts), page, table=table, bbox=(0, 0, 1, 1), **ocr))
+            else:
+                text = rng.choice(texts) + rng.choice(["", " x", " y."])
+                heading, size = rng.random() < 0.1, rng.choice([0.0, 10.0])
+                elements.append(Element(kind, text, page, is_heading=heading, font_size=size, bold=size > 0, **ocr))
+        expected = _join_page_breaks_quadratic(elements)
+        joins += len(elements) - len(expected)
+        got = join_page_breaks(elements)
+        assert [e.to_dict() for e in got] == [e.to_dict() for e in expected], elements
+        # The OCR confidence mean to the last bit, not only to dict equality's float ==.
+        assert [repr(e.ocr_confidence) for e in got] == [repr(e.ocr_confidence) for e in expected]
+    assert joins > 250  # the random filings do break paragraphs and tables across pages
+    for _ in range(1_500):
+        raw = [
+            [
+                html._Cell(rng.choice(["", "$", ")", "%", "1,234", "(5", "2024", "Total"]), *rng.choice(_SPANS))
+                for _ in range(rng.randint(0, 8))
+            ]
+            for _ in range(rng.randint(0, 8))
+        ]
+        assert html._grid(raw)[0] == _grid_dense(raw), raw
+
+
+_SPANS = [(1, 1)] * 6 + [(2, 1), (3, 1), (5, 1), (1, 2), (3, 3), (2, 2)]  # (colspan, rowspan)

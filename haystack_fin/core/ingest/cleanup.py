@@ -8,7 +8,7 @@ a page break are joined so that a chunk or a table block is not cut in half by t
 import re
 from collections import Counter
 
-from haystack_fin.core.ingest.layout import Element, TableData, merged_ocr
+from haystack_fin.core.ingest.layout import Element, TableData
 from haystack_fin.core.text import squash
 
 # How many elements at the top and bottom of a page can be furniture.
@@ -70,73 +70,129 @@ def remove_page_furniture(elements: list[Element], min_repeats: int = 3, min_pag
     return [e for i, e in enumerate(elements) if i not in drop]
 
 
-def _continues(prev: Element, nxt: Element) -> bool:
+def _continues(prev: Element, nxt: Element, tail: str | None = None) -> bool:
+    """True when ``nxt``, first on its page, continues the paragraph ``prev`` that ended the page before.
+
+    ``tail`` is the last part's text when ``prev`` heads a run of joined parts: only the end of the paragraph
+    decides, so the run's whole text need not be built to ask.
+    """
     if prev.kind != "text" or nxt.kind != "text" or prev.is_heading or nxt.is_heading:
         return False
-    tail, head = prev.text.rstrip(), nxt.text.lstrip()
+    tail, head = (prev.text if tail is None else tail).rstrip(), nxt.text.lstrip()
     if not tail or not head:
         return False
     # A sentence cut by the page break: no terminal punctuation before, lower-case (or continuing) start after.
     return tail[-1] not in '.:;!?”"' and (head[0].islower() or tail[-1] in ",-–(")
 
 
-def _same_table(prev: TableData, nxt: TableData) -> bool:
+def _same_table(n_cols: int, title: str, nxt: TableData) -> bool:
+    """True when ``nxt`` continues a table of ``n_cols`` columns captioned ``title``."""
     # A continuation has the same columns and no caption of its own (or the same one, or "(continued)"); a new
     # statement on the next page (income statement, then comprehensive income) has its own title.
-    untitled = not nxt.title or squash(nxt.title) == squash(prev.title) or "continued" in nxt.title.lower()
-    return prev.n_cols == nxt.n_cols and prev.n_cols >= 2 and untitled
+    untitled = not nxt.title or squash(nxt.title) == squash(title) or "continued" in nxt.title.lower()
+    return n_cols == nxt.n_cols and n_cols >= 2 and untitled
+
+
+class _Run:
+    """An element and the continuations joined to it so far; the joined Element is built once, when the run ends.
+
+    Building it at every page break copies the text, pages and rows gathered so far: a paragraph or a table over
+    N pages would cost O(N^2). The run keeps the parts and the running values the join decisions read.
+    """
+
+    def __init__(self, first: Element) -> None:
+        self.first = first
+        self.texts = [first.text]
+        self.pages = list(first.pages)
+        table = first.table if first.kind == "table" else None
+        self.rows: list[list[str]] = list(table.rows) if table else []
+        self.units = table.units if table else ""
+        # A continuation joins only with the first part's column count and adds rows no wider, so the joined
+        # table keeps the first part's columns (and title): computed once, not over the growing rows.
+        self.n_cols = table.n_cols if table else 0
+        self.ocr = first.ocr
+        self.ocr_confidence = first.ocr_confidence
+        self.length = len(first.text)  # of the joined text: its weight in the OCR confidence mean
+
+    def add(self, el: Element, sep: str) -> None:
+        """Join ``el`` after ``sep`` ("\n" between table parts, " " between paragraph parts)."""
+        # merged_ocr(joined so far, el) with the same operations in the same order: the confidence is the float
+        # that joining pairwise gave, not a re-associated (and possibly last-bit different) mean.
+        if self.ocr or el.ocr:
+            weighted = [(self.ocr_confidence, max(self.length, 1)), (el.ocr_confidence, max(len(el.text), 1))]
+            parts = [(c, n) for c, n in weighted if c is not None]
+            self.ocr_confidence = sum(c * n for c, n in parts) / sum(n for _, n in parts) if parts else None
+            self.ocr = True
+        else:
+            self.ocr, self.ocr_confidence = False, None
+        self.texts.append(el.text)
+        self.pages.append(el.page)
+        self.length += len(sep) + len(el.text)
+
+    def element(self) -> Element:
+        first = self.first
+        if len(self.texts) == 1:
+            return first
+        if first.kind == "text":
+            return Element(
+                "text",
+                " ".join(self.texts),
+                first.page,
+                pages=self.pages,
+                bbox=first.bbox,
+                font_size=first.font_size,
+                bold=first.bold,
+                ocr=self.ocr,
+                ocr_confidence=self.ocr_confidence,
+            )
+        assert first.table is not None  # only tables join as tables
+        table = TableData(self.rows, header_rows=first.table.header_rows, title=first.table.title, units=self.units)
+        return Element(
+            "table",
+            "\n".join(self.texts),
+            first.page,
+            pages=self.pages,
+            bbox=first.bbox,
+            table=table,
+            ocr=self.ocr,
+            ocr_confidence=self.ocr_confidence,
+        )
 
 
 def join_page_breaks(elements: list[Element]) -> list[Element]:
     """Join a paragraph or a table that a page break cut in two.
 
     Only the last element of a page and the first of the next are considered. A continued table keeps the first
-    part's header; a repeated header on the continuation is dropped.
+    part's header; a repeated header on the continuation is dropped. Linear in the elements' size: a run of parts
+    over many pages is joined once, when it ends.
     """
     first_on_page: dict[int, int] = {}
     for i, el in enumerate(elements):
         if el.kind != "image":
             first_on_page.setdefault(el.page, i)
     out: list[Element] = []
+    run: _Run | None = None
     for i, el in enumerate(elements):
-        prev = out[-1] if out else None
-        if prev is not None and el.page == prev.pages[-1] + 1 and first_on_page.get(el.page) == i:
-            if _continues(prev, el):
-                out[-1] = Element(
-                    "text",
-                    f"{prev.text} {el.text}",
-                    prev.page,
-                    pages=[*prev.pages, el.page],
-                    bbox=prev.bbox,
-                    font_size=prev.font_size,
-                    bold=prev.bold,
-                    **merged_ocr(prev, el),
-                )
+        if run is not None and el.page == run.pages[-1] + 1 and first_on_page.get(el.page) == i:
+            first = run.first
+            if _continues(first, el, tail=run.texts[-1]):
+                run.add(el, " ")
                 continue
             if (
-                prev.kind == "table"
+                first.kind == "table"
                 and el.kind == "table"
-                and prev.table
+                and first.table
                 and el.table
-                and _same_table(prev.table, el.table)
+                and _same_table(run.n_cols, first.table.title, el.table)
             ):
                 # The continuation's own header (usually a repeat of the first part's) is dropped.
-                rows = el.table.rows[el.table.header_rows :]
-                table = TableData(
-                    rows=[*prev.table.rows, *rows],
-                    header_rows=prev.table.header_rows,
-                    title=prev.table.title,
-                    units=prev.table.units or el.table.units,
-                )
-                out[-1] = Element(
-                    "table",
-                    f"{prev.text}\n{el.text}",
-                    prev.page,
-                    pages=[*prev.pages, el.page],
-                    bbox=prev.bbox,
-                    table=table,
-                    **merged_ocr(prev, el),
-                )
+                run.rows.extend(el.table.rows[el.table.header_rows :])
+                run.units = run.units or el.table.units
+                run.add(el, "\n")
                 continue
-        out.append(el)
+        if run is not None:
+            out.append(run.element())
+        run = _Run(el)
+    if run is not None:
+        out.append(run.element())
     return out

@@ -7,6 +7,7 @@ Tables used only for layout ("Item 7." next to its title, cover-page checkboxes)
 structure detector still sees the Item headings.
 """
 
+import bisect
 import logging
 import re
 import time
@@ -613,6 +614,31 @@ def clean_table_rows(raw: list[list[tuple[str, int]]]) -> list[list[str]]:
     return rows
 
 
+class _ColumnCounts:
+    """Per-column counts of a table, stored over the columns that have any, with range queries over a span."""
+
+    def __init__(self, counts: dict[int, int]) -> None:
+        self._cols = sorted(c for c, n in counts.items() if n)
+        self._counts = [counts[c] for c in self._cols]
+
+    def _window(self, start: int, span: int) -> tuple[int, int]:
+        return bisect.bisect_left(self._cols, start), bisect.bisect_left(self._cols, start + span)
+
+    def any_in(self, start: int, span: int) -> bool:
+        lo, hi = self._window(start, span)
+        return lo < hi
+
+    def target(self, start: int, span: int) -> int:
+        """The column of a cell spanning ``span`` from ``start``: the first one with the highest count, else start."""
+        if span == 1 or start == 0:  # a span from the left edge is a row label ("ASSETS:"), not a column head
+            return start
+        lo, hi = self._window(start, span)
+        if lo == hi:
+            return start
+        window = self._counts[lo:hi]
+        return self._cols[lo + window.index(max(window))]
+
+
 def _grid(raw: list[list[_Cell]]) -> tuple[list[list[str]], list[int]]:
     """Clean grid plus, for each kept row, its index in ``raw``.
 
@@ -622,7 +648,6 @@ def _grid(raw: list[list[_Cell]]) -> tuple[list[list[str]], list[int]]:
     """
     placed: list[list[tuple[int, int, str]]] = []  # per row: (start column, span, merged text)
     carry: dict[int, int] = {}  # column -> rows still covered by a rowspan from above
-    n_cols = 0
     for cells in raw:
         busy = {c for c, n in carry.items() if n > 0}
         carry = {c: n - 1 for c, n in carry.items() if n > 1}
@@ -638,45 +663,45 @@ def _grid(raw: list[list[_Cell]]) -> tuple[list[list[str]], list[int]]:
             col += cell.colspan
         merged = merge_cell_fragments([t for _, _, t in row])
         placed.append([(start, span, text) for (start, span, _), text in zip(row, merged, strict=True)])
-        n_cols = max(n_cols, col)
 
-    counts = [0] * n_cols
+    # Sparse from here on: a row of 100 cells of colspan 200 spans 20,000 columns, and a dense row (or count
+    # array) over them for every row of a long table is cells x 200 of work and memory. Rows map column -> text
+    # and counts keep only the columns that hold something.
+    counts: dict[int, int] = {}
     for row in placed:
         for start, span, text in row:
             if text and span == 1:
-                counts[start] += 1
-
-    def target(start: int, span: int, weights: list[int]) -> int:
-        if span == 1 or start == 0:  # a span from the left edge is a row label ("ASSETS:"), not a column head
-            return start
-        window = weights[start : start + span]
-        best = max(window)
-        return start + window.index(best) if best else start
+                counts[start] = counts.get(start, 0) + 1
+    used = _ColumnCounts(counts)
 
     # Second pass: spans with no single-column value under them follow where other spans landed.
-    first = [[(target(s, n, counts), t) for s, n, t in row if t] for row in placed]
-    counts2 = [0] * n_cols
+    first = [[(used.target(s, n), t) for s, n, t in row if t] for row in placed]
+    counts2: dict[int, int] = {}
     for row_targets in first:
         for col, _ in row_targets:
-            counts2[col] += 1
-    grid: list[list[str]] = []
+            counts2[col] = counts2.get(col, 0) + 1
+    landed = _ColumnCounts(counts2)
+    grid: list[dict[int, str]] = []
+    filled: set[int] = set()
     for row in placed:
-        line = [""] * n_cols
+        line: dict[int, str] = {}
         for start, span, text in row:
             if not text:
                 continue
-            if span == 1 or start == 0 or max(counts[start : start + span]):
-                col = target(start, span, counts)
+            if span == 1 or start == 0 or used.any_in(start, span):
+                col = used.target(start, span)
             else:
-                col = target(start, span, counts2)
-            line[col] = f"{line[col]} {text}".strip() if line[col] else text
+                col = landed.target(start, span)
+            here = line.get(col, "")
+            line[col] = f"{here} {text}".strip() if here else text
+        filled.update(c for c, value in line.items() if value)
         grid.append(line)
 
-    keep_cols = [c for c in range(n_cols) if any(r[c] for r in grid)]
+    keep_cols = sorted(filled)
     rows: list[list[str]] = []
     kept: list[int] = []
     for i, line in enumerate(grid):
-        kept_cells = [line[c] for c in keep_cols]
+        kept_cells = [line.get(c, "") for c in keep_cols]
         if any(kept_cells):
             rows.append(kept_cells)
             kept.append(i)

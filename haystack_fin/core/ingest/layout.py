@@ -79,16 +79,6 @@ class Element:
         )
 
 
-def merged_ocr(first: Element, second: Element) -> dict[str, Any]:
-    """OCR fields of an element joined from two (a paragraph or table continued on the next page): OCR if
-    either part is, confidence weighted by text length."""
-    if not (first.ocr or second.ocr):
-        return {}
-    parts = [(e.ocr_confidence, max(len(e.text), 1)) for e in (first, second) if e.ocr_confidence is not None]
-    confidence = sum(c * n for c, n in parts) / sum(n for _, n in parts) if parts else None
-    return {"ocr": True, "ocr_confidence": confidence}
-
-
 @dataclass
 class ParsedFiling:
     """A whole filing as parsed from its source file.
