@@ -11,6 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+# Not imported from pipeline_loader: that module imports Haystack, which this module loads lazily per command.
+BACKEND_ENV = "HAYSTACK_FIN_STORE_BACKEND"
+
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -296,10 +299,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+_BACKEND_CHOICES = ("edge", "local")
+
+
+def _add_backend_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store-backend",
+        choices=_BACKEND_CHOICES,
+        default=None,
+        help="kind of --store folder: edge (Qdrant Edge, the default) or local (qdrant-client local mode, the "
+        "format of haystack-fin before Edge)",
+    )
+
+
 def _add_store_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default="./fin-index", help="embedded Qdrant folder (default ./fin-index)")
+    parser.add_argument("--store", default="./fin-index", help="embedded Qdrant Edge folder (default ./fin-index)")
     parser.add_argument("--qdrant-url", default=None, help="Qdrant server URL; overrides --store")
     parser.add_argument("--index", default=None, help="collection name (default haystack_fin)")
+    _add_backend_arg(parser)
 
 
 def _add_indexing_args(parser: argparse.ArgumentParser) -> None:
@@ -365,6 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", action="store_true", help="also run plain Haystack dense retrieval")
     p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
     p.add_argument("--qdrant-url", default=None)
+    _add_backend_arg(p)
     p.add_argument("--out", required=True, help="result JSON")
     _add_indexing_args(p)
     p.add_argument("-q", "--quiet", action="store_true")
@@ -387,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.ERROR, format="%(levelname)s %(name)s: %(message)s"
     )
+    backend = getattr(args, "store_backend", None)
+    saved = os.environ.get(BACKEND_ENV)
+    if backend:
+        # pipeline_loader reads the backend from the environment, so that indexing workers and the evaluation
+        # runner see it too; restored below for callers that run main() in-process (tests, notebooks).
+        os.environ[BACKEND_ENV] = backend
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a reader that went away shows up here at the latest
@@ -404,6 +428,12 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {error_line(exc)}", file=sys.stderr)
         return 1
+    finally:
+        if backend:
+            if saved is None:
+                os.environ.pop(BACKEND_ENV, None)
+            else:
+                os.environ[BACKEND_ENV] = saved
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Load the shipped YAML pipelines with the store pointed where the user wants it.
 
 The YAML files in ``pipelines/`` are plain Haystack YAML (``Pipeline.load`` works on them with
-``allowed_modules=["haystack_fin"]``). The CLI only rewrites the document store's location: a local path
-(embedded Qdrant, the default) or a Qdrant server URL. Nothing else differs between one machine and a cluster.
+``allowed_modules=["haystack_fin"]``). The CLI only rewrites the document store's location and kind: a local
+folder (``QdrantEdgeDocumentStore``, the shipped default; or qdrant-client local mode with ``backend="local"``) or a
+Qdrant server URL (``QdrantDocumentStore(url=...)``). Nothing else differs between one machine and a cluster.
 """
 
 import os
@@ -13,9 +14,30 @@ from typing import Any
 import yaml
 from haystack import Pipeline
 
-from haystack_fin.store_check import store_nodes
+from haystack_fin.store_check import EDGE_STORE_TYPE, QDRANT_STORE_TYPE, store_nodes
 
 ALLOWED_MODULES = ["haystack_fin"]
+# "edge": QdrantEdgeDocumentStore, "local": qdrant-client local mode (QdrantDocumentStore(path=...)); None keeps
+# the YAML's store type. The environment variable lets the CLI's --store-backend reach indexing worker processes
+# and the evaluation runner without threading a parameter through every call.
+BACKEND_ENV = "HAYSTACK_FIN_STORE_BACKEND"
+BACKENDS = {"edge": EDGE_STORE_TYPE, "local": QDRANT_STORE_TYPE}
+# Init parameters each store type accepts beyond the location; the others are dropped when a node changes type
+# (QdrantDocumentStore's payload_fields_to_index has another shape than Edge's payload_indexes).
+_EDGE_PARAMS = frozenset(
+    {
+        "path",
+        "index",
+        "embedding_dim",
+        "similarity",
+        "payload_indexes",
+        "return_embedding",
+        "recreate_index",
+        "write_batch_size",
+        "progress_bar",
+    }
+)
+_EDGE_ONLY_PARAMS = frozenset({"payload_indexes"})
 
 
 def pipelines_dir() -> Path:
@@ -39,9 +61,33 @@ def _store_params(store_path: str | None, qdrant_url: str | None, index: str | N
     return params
 
 
-def _rewrite_stores(data: dict[str, Any], params: dict[str, Any]) -> None:
+def store_backend(backend: str | None = None) -> str | None:
+    """``backend``, else the environment's ``HAYSTACK_FIN_STORE_BACKEND``; None keeps the YAML's store type.
+
+    :raises ValueError: an unknown backend name.
+    """
+    chosen = backend or os.environ.get(BACKEND_ENV) or None
+    if chosen is not None and chosen not in BACKENDS:
+        raise ValueError(f"unknown store backend {chosen!r} (expected one of: {', '.join(BACKENDS)})")
+    return chosen
+
+
+def _target_type(node_type: str, qdrant_url: str | None, backend: str | None) -> str:
+    if qdrant_url:
+        return QDRANT_STORE_TYPE  # a server is always qdrant-client's store
+    return BACKENDS[backend] if backend else node_type
+
+
+def _rewrite_stores(data: dict[str, Any], params: dict[str, Any], qdrant_url: str | None, backend: str | None) -> None:
     for node in store_nodes(data):
         init = node.setdefault("init_parameters", {})
+        target = _target_type(node["type"], qdrant_url, backend)
+        if target != node["type"]:
+            node["type"] = target
+            keep = _EDGE_PARAMS if target == EDGE_STORE_TYPE else None
+            for key in list(init):
+                if (keep is not None and key not in keep) or (keep is None and key in _EDGE_ONLY_PARAMS):
+                    init.pop(key)
         init.update({k: v for k, v in params.items() if v is not None})
         for key in ("path", "url", "location"):
             if key in params and params[key] is None:
@@ -49,25 +95,40 @@ def _rewrite_stores(data: dict[str, Any], params: dict[str, Any]) -> None:
 
 
 def pipeline_dict(
-    name_or_path: str, store_path: str | None = None, qdrant_url: str | None = None, index: str | None = None
+    name_or_path: str,
+    store_path: str | None = None,
+    qdrant_url: str | None = None,
+    index: str | None = None,
+    backend: str | None = None,
 ) -> dict[str, Any]:
-    """The pipeline's dict form with every QdrantDocumentStore pointed at ``store_path`` or ``qdrant_url``."""
+    """The pipeline's dict form with every store node pointed at ``store_path`` (an Edge or local-mode folder, by
+    ``backend``; see ``store_backend``) or at the server ``qdrant_url`` (a QdrantDocumentStore)."""
     path = Path(name_or_path)
     if not path.suffix:
         path = pipelines_dir() / f"{name_or_path}.yaml"
     data = yaml.safe_load(path.read_text())
+    chosen = store_backend(backend)
     params = _store_params(store_path, qdrant_url, index)
-    if params:
-        _rewrite_stores(data, params)
+    if params or chosen:
+        _rewrite_stores(data, params, qdrant_url, chosen)
     return data
 
 
-def indexing_store(store_path: str | None = None, qdrant_url: str | None = None, index: str | None = None) -> Any:
+def indexing_store(
+    store_path: str | None = None, qdrant_url: str | None = None, index: str | None = None, backend: str | None = None
+) -> Any:
     """The document store the shipped indexing pipeline writes to, with the location overridden (unconnected)."""
     from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
-    data = pipeline_dict("indexing", store_path, qdrant_url, index)
-    return QdrantDocumentStore.from_dict(data["components"]["writer"]["init_parameters"]["document_store"])
+    from haystack_fin.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+
+    data = pipeline_dict("indexing", store_path, qdrant_url, index, backend)
+    node = data["components"]["writer"]["init_parameters"]["document_store"]
+    # An explicit map, not an import by type name: the node comes from a YAML file (Haystack's allowlist rule).
+    classes: dict[str, Any] = {EDGE_STORE_TYPE: QdrantEdgeDocumentStore, QDRANT_STORE_TYPE: QdrantDocumentStore}
+    if node["type"] not in classes:
+        raise ValueError(f"unsupported document store type {node['type']!r} in the indexing pipeline")
+    return classes[node["type"]].from_dict(node)
 
 
 GENERATION_COMPONENTS = ("prompt_builder", "llm", "answer_builder")
@@ -96,8 +157,9 @@ def load_pipeline(
     qdrant_url: str | None = None,
     index: str | None = None,
     transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    backend: str | None = None,
 ) -> Pipeline:
-    """Load a shipped pipeline ("indexing", "query") or a YAML file, with the store location overridden and an
-    optional ``transform`` of its dict form (e.g. ``strip_generation``)."""
-    data = pipeline_dict(name_or_path, store_path, qdrant_url, index)
+    """Load a shipped pipeline ("indexing", "query") or a YAML file, with the store location (and kind, see
+    ``pipeline_dict``) overridden and an optional ``transform`` of its dict form (e.g. ``strip_generation``)."""
+    data = pipeline_dict(name_or_path, store_path, qdrant_url, index, backend)
     return Pipeline.from_dict(transform(data) if transform else data, allowed_modules=ALLOWED_MODULES)

@@ -1,9 +1,14 @@
 """One document store instance per store configuration and process.
 
-Qdrant's embedded mode allows a single client per folder and process, but every component of a YAML pipeline
-deserializes its own ``QdrantDocumentStore``. Components that read the index call ``shared_store(self.document_store)``
-in ``warm_up`` and use the returned instance, so a query pipeline with several store-holding components opens the
-folder once.
+Both embedded stores allow a single open store per folder (Qdrant Edge: the shard's WAL lock, also within one
+process; qdrant-client local mode: its ``.lock``), but every component of a YAML pipeline deserializes its own
+``QdrantEdgeDocumentStore`` / ``QdrantDocumentStore``. Components that read the index call
+``shared_store(self.document_store)`` in ``warm_up`` and use the returned instance, so a query pipeline with several
+store-holding components opens the folder once.
+
+The key is the whole configuration, not the folder: two configurations of one folder (say, one with
+``return_embedding=False``) must not silently share an instance that returns what only one of them asked for; the
+second one's open fails with the store's one-line "in use" error instead.
 """
 
 import json

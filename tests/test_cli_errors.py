@@ -14,6 +14,7 @@ from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
 from haystack_fin.cli import main
 from haystack_fin.components.filing_converter import FilingConverter
+from haystack_fin.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 
 IN_USE = (
     "in use by another process (embedded Qdrant allows one client per folder; use a Qdrant server for "
@@ -21,7 +22,13 @@ IN_USE = (
 )
 
 
-def _store(path: Path, dim: int = 384, index: str = "haystack_fin") -> QdrantDocumentStore:
+def _store(path: Path, dim: int = 384, index: str = "haystack_fin") -> QdrantEdgeDocumentStore:
+    """A store of the shipped default kind (Qdrant Edge)."""
+    return QdrantEdgeDocumentStore(path=str(path), index=index, embedding_dim=dim)
+
+
+def _local_store(path: Path, dim: int = 384, index: str = "haystack_fin") -> QdrantDocumentStore:
+    """qdrant-client local mode: ``--store-backend local``, and what haystack-fin wrote before Edge."""
     return QdrantDocumentStore(path=str(path), index=index, embedding_dim=dim, progress_bar=False)
 
 
@@ -45,7 +52,7 @@ def _filing_node(filing_id: str, n_items: int = 3, dim: int = 384) -> Document:
 
 @pytest.fixture
 def store_dir(tmp_path) -> Path:
-    """An embedded Qdrant store holding two filing nodes."""
+    """A Qdrant Edge store (the default kind) holding two filing nodes."""
     path = tmp_path / "idx"
     store = _store(path)
     store.write_documents([_filing_node("acme-a"), _filing_node("acme-b")])
@@ -64,8 +71,8 @@ def _count(path: Path) -> int:
 _HOLDER = textwrap.dedent(
     """
     import sys
-    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
-    store = QdrantDocumentStore(path=sys.argv[1], index="haystack_fin", embedding_dim=384, progress_bar=False)
+    from haystack_fin.document_stores.qdrant_edge import QdrantEdgeDocumentStore
+    store = QdrantEdgeDocumentStore(path=sys.argv[1], index="haystack_fin", embedding_dim=384)
     store.count_documents()
     print("holding", flush=True)
     sys.stdin.read()
@@ -161,9 +168,65 @@ def test_folder_that_is_not_a_store(tmp_path, capsys):
     for argv in (["inspect"], ["index", "tests/fixtures/bestbuy-10q-2023-07-29.pdf", "-q"]):
         assert main([*argv, "--store", str(folder)]) == 1
         assert _err_lines(capsys) == [
-            f"error: {folder}: not a haystack-fin store (no meta.json: not an embedded Qdrant folder)"
+            f"error: {folder}: not a haystack-fin store (no haystack_fin/edge_config.json: not a Qdrant Edge folder)"
         ]
     assert sorted(p.name for p in folder.iterdir()) == ["cat.jpg"]
+    assert main(["inspect", "--store", str(folder), "--store-backend", "local"]) == 1
+    assert _err_lines(capsys) == [
+        f"error: {folder}: not a haystack-fin store (no meta.json: not an embedded Qdrant folder)"
+    ]
+
+
+@pytest.fixture
+def local_store_dir(tmp_path) -> Path:
+    """A qdrant-client local-mode store (the format of haystack-fin before Edge) holding two filing nodes."""
+    path = tmp_path / "old-idx"
+    store = _local_store(path)
+    store.write_documents([_filing_node("acme-a"), _filing_node("acme-b")])
+    store.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["inspect"],
+        ["ask", "What was revenue?", "--no-llm"],
+        ["index", "tests/fixtures/bestbuy-10q-2023-07-29.pdf", "-q"],
+    ],
+    ids=["inspect", "ask", "index"],
+)
+def test_a_local_mode_store_gives_the_reindex_line(local_store_dir, argv, capsys):
+    before = sorted(p.name for p in local_store_dir.iterdir())
+    assert main([*argv, "--store", str(local_store_dir)]) == 1
+    assert _err_lines(capsys) == [
+        f"error: {local_store_dir}: not a haystack-fin Edge store (written by qdrant-client local mode or an older "
+        "haystack-fin): re-index with `haystack-fin index ... --store NEW`, or pass --store-backend local"
+    ]
+    assert sorted(p.name for p in local_store_dir.iterdir()) == before  # nothing created next to the old data
+
+
+def test_a_local_mode_store_is_read_with_store_backend_local(local_store_dir, capsys):
+    assert main(["inspect", "--store", str(local_store_dir), "--store-backend", "local", "--json"]) == 0
+    assert [p["filing_id"] for p in json.loads(capsys.readouterr().out)] == ["acme-a", "acme-b"]
+    holder = _local_store(local_store_dir)
+    holder.count_documents()
+    try:  # local mode's own lock is still reported as such
+        assert main(["inspect", "--store", str(local_store_dir), "--store-backend", "local"]) == 1
+        assert _err_lines(capsys) == [f"error: {local_store_dir}: {IN_USE}"]
+    finally:
+        holder.close()
+
+
+def test_an_edge_store_of_another_format_version_says_how_to_reindex(store_dir, capsys):
+    record_file = store_dir / "haystack_fin" / "haystack_fin_store.json"
+    record = json.loads(record_file.read_text())
+    record_file.write_text(json.dumps({**record, "schema_version": 0, "created_by": "haystack-fin 0.0.1"}))
+    assert main(["inspect", "--store", str(store_dir)]) == 1
+    assert _err_lines(capsys) == [
+        f"error: {store_dir}: written in store format 0 by haystack-fin 0.0.1, this haystack-fin reads format 1: "
+        "re-index with `haystack-fin index ... --store NEW`"
+    ]
 
 
 def test_store_with_the_wrong_vector_size(tmp_path, capsys):

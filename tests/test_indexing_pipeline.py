@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 from haystack import Pipeline
-from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
 from haystack_fin.cli import filing_profiles, main
+from haystack_fin.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 from haystack_fin.pipeline_loader import ALLOWED_MODULES, load_pipeline, pipeline_dict, pipelines_dir
 
 INDEXING_YAML = pipelines_dir() / "indexing.yaml"
@@ -32,8 +32,8 @@ def test_store_override_path_and_url(tmp_path):
     assert store["recreate_index"] is False
 
 
-def _store(path: Path) -> QdrantDocumentStore:
-    return QdrantDocumentStore(path=str(path), index="haystack_fin", embedding_dim=384, progress_bar=False)
+def _store(path: Path) -> QdrantEdgeDocumentStore:
+    return QdrantEdgeDocumentStore(path=str(path), index="haystack_fin", embedding_dim=384)
 
 
 @pytest.mark.integration

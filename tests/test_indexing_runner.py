@@ -5,9 +5,9 @@ import time
 
 import pytest
 from haystack import Pipeline
-from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 from helpers.slow_converter import CRASH_EXIT_CODE, SlowConverter
 
+from haystack_fin.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 from haystack_fin.indexing_runner import (
     ParseWorkerPool,
     index_filings,
@@ -31,7 +31,7 @@ def slow_pipeline(monkeypatch) -> dict:
 
 
 def _no_model_pipeline(data: dict, store_dir) -> dict:
-    """Parse stage + writer into an embedded Qdrant folder, no embedder (no model to load: a unit test)."""
+    """Parse stage + writer into an embedded store folder, no embedder (no model to load: a unit test)."""
     data = copy.deepcopy(data)
     store = data["components"]["writer"]["init_parameters"]["document_store"]["init_parameters"]
     store["path"] = str(store_dir)
@@ -161,7 +161,7 @@ def test_nothing_of_a_timed_out_filing_is_written(slow_pipeline, fixtures, tmp_p
     report = index_filings([hang, good], data, timeout_s=TIMEOUT_S, quiet=True)
     assert (report.n_ok, report.n_failed) == (1, 1)
     assert report.failures == [f"{hang}: timed out after 3 s"]
-    store = QdrantDocumentStore(path=str(store_dir), index="haystack_fin", embedding_dim=384, progress_bar=False)
+    store = QdrantEdgeDocumentStore(path=str(store_dir), index="haystack_fin", embedding_dim=384)
     try:
         docs = store.filter_documents()
         assert {d.meta["filing_id"] for d in docs} == {"good"}
@@ -172,7 +172,7 @@ def test_nothing_of_a_timed_out_filing_is_written(slow_pipeline, fixtures, tmp_p
 
 def test_index_fails_fast_on_a_locked_store(fixtures, tmp_path):
     store_dir = tmp_path / "idx"
-    holder = QdrantDocumentStore(path=str(store_dir), index="haystack_fin", embedding_dim=384, progress_bar=False)
+    holder = QdrantEdgeDocumentStore(path=str(store_dir), index="haystack_fin", embedding_dim=384)
     holder.count_documents()  # takes the folder's lock
     try:
         data = _no_model_pipeline(pipeline_dict("indexing"), store_dir)
@@ -197,7 +197,7 @@ def test_index_filings_with_the_model_skips_the_timed_out_filing(slow_pipeline, 
     data["components"]["writer"]["init_parameters"]["document_store"]["init_parameters"]["path"] = str(store_dir)
     report = index_filings([good, hang], data, timeout_s=TIMEOUT_S, quiet=True)
     assert report.failures == [f"{hang}: timed out after 3 s"]
-    store = QdrantDocumentStore(path=str(store_dir), index="haystack_fin", embedding_dim=384, progress_bar=False)
+    store = QdrantEdgeDocumentStore(path=str(store_dir), index="haystack_fin", embedding_dim=384)
     try:
         docs = store.filter_documents()
         assert {d.meta["filing_id"] for d in docs} == {"good"}
@@ -205,3 +205,20 @@ def test_index_filings_with_the_model_skips_the_timed_out_filing(slow_pipeline, 
         assert any(d.meta.get("node_type") == "summary" for d in docs)  # the write stage's trees ran
     finally:
         store.close()
+
+
+def test_index_filings_refuses_a_local_mode_folder(fixtures, tmp_path):
+    """Without the CLI's store check: the Edge store itself will not create a shard inside an old local-mode
+    folder (it would look like an empty index next to the old data)."""
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    store_dir = tmp_path / "old"
+    old = QdrantDocumentStore(path=str(store_dir), index="haystack_fin", embedding_dim=384, progress_bar=False)
+    old.count_documents()
+    old.close()
+    before = sorted(p.name for p in store_dir.iterdir())
+    data = _no_model_pipeline(pipeline_dict("indexing"), store_dir)
+    with pytest.raises(StoreError, match=r"a qdrant-client local-mode store .* re-index into a new folder"):
+        index_filings([fixtures / "bestbuy-10q-2023-07-29.pdf"], data, quiet=True)
+    assert sorted(p.name for p in store_dir.iterdir()) == before
+    assert multiprocessing.active_children() == []

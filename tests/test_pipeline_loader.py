@@ -6,8 +6,11 @@ import pytest
 import yaml
 from haystack import Pipeline
 from haystack.utils import Secret
+from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 
+from haystack_fin.document_stores.qdrant_edge import QdrantEdgeDocumentStore
 from haystack_fin.pipeline_loader import (
+    BACKEND_ENV,
     GENERATION_COMPONENTS,
     drop_components,
     indexing_store,
@@ -16,7 +19,7 @@ from haystack_fin.pipeline_loader import (
     pipelines_dir,
     strip_generation,
 )
-from haystack_fin.store_check import store_nodes
+from haystack_fin.store_check import EDGE_STORE_TYPE, QDRANT_STORE_TYPE, store_nodes
 from haystack_fin.store_registry import release_store
 
 QUERY_STORE_HOLDERS = ("scope", "router", "retriever", "window")
@@ -102,10 +105,55 @@ def test_unknown_pipeline_names_the_missing_file():
 
 def test_indexing_store_is_unconnected_and_pointed_at_the_path(tmp_path):
     store = indexing_store(store_path=str(tmp_path / "idx"))
+    assert isinstance(store, QdrantEdgeDocumentStore)  # the shipped default
     params = store.to_dict()["init_parameters"]
-    assert params["path"] == str(tmp_path / "idx") and params["url"] is None
+    assert params["path"] == str(tmp_path / "idx") and "url" not in params
     assert params["index"] == "haystack_fin" and params["embedding_dim"] == 384
     assert not (tmp_path / "idx").exists()  # nothing is opened until the store is used
+
+
+def test_the_shipped_yaml_uses_qdrant_edge_everywhere():
+    for name in ("indexing", "query"):
+        nodes = list(store_nodes(_yaml(name)))
+        assert nodes and all(n["type"] == EDGE_STORE_TYPE for n in nodes)
+        assert all(n["init_parameters"]["path"] == "./fin-index" for n in nodes)
+
+
+def test_local_backend_swaps_every_store_to_qdrant_client_local_mode(tmp_path):
+    data = pipeline_dict("query", store_path=str(tmp_path / "idx"), backend="local")
+    nodes = list(store_nodes(data))
+    assert len(nodes) == len(QUERY_STORE_HOLDERS) and all(n["type"] == QDRANT_STORE_TYPE for n in nodes)
+    params = nodes[0]["init_parameters"]
+    assert params["path"] == str(tmp_path / "idx") and params["return_embedding"] is True
+    assert "payload_indexes" not in params  # Edge-only: QdrantDocumentStore would reject it
+    store = indexing_store(store_path=str(tmp_path / "idx"), backend="local")
+    assert isinstance(store, QdrantDocumentStore) and store.to_dict()["init_parameters"]["path"] == str(
+        tmp_path / "idx"
+    )
+
+
+def test_backend_from_the_environment_and_back_to_edge(tmp_path, monkeypatch):
+    monkeypatch.setenv(BACKEND_ENV, "local")
+    (node,) = store_nodes(pipeline_dict("indexing", store_path=str(tmp_path)))
+    assert node["type"] == QDRANT_STORE_TYPE
+    (node,) = store_nodes(pipeline_dict("indexing", store_path=str(tmp_path), backend="edge"))  # argument wins
+    assert node["type"] == EDGE_STORE_TYPE
+    monkeypatch.setenv(BACKEND_ENV, "nosuch")
+    with pytest.raises(ValueError, match="unknown store backend 'nosuch'"):
+        pipeline_dict("indexing")
+
+
+def test_a_local_mode_yaml_is_switched_to_edge_with_only_edge_parameters(tmp_path):
+    custom = tmp_path / "local.yaml"
+    data = _yaml("indexing")
+    (node,) = store_nodes(data)
+    node["type"] = QDRANT_STORE_TYPE
+    node["init_parameters"].update({"location": None, "wait_result_from_api": True})
+    custom.write_text(yaml.safe_dump(data))
+    (node,) = store_nodes(pipeline_dict(str(custom), store_path=str(tmp_path / "idx"), backend="edge"))
+    assert node["type"] == EDGE_STORE_TYPE
+    assert "wait_result_from_api" not in node["init_parameters"] and "location" not in node["init_parameters"]
+    assert QdrantEdgeDocumentStore.from_dict(node).path == str(tmp_path / "idx")
 
 
 def test_load_indexing_pipeline_writes_to_the_given_folder(tmp_path):

@@ -142,3 +142,24 @@ def test_embedded_qdrant_folder_is_opened_once_and_freed_by_release(tmp_path):
     again = make()
     assert again.count_documents() == 0
     again.close()
+
+
+def test_qdrant_edge_folder_is_opened_once_and_freed_by_release(tmp_path):
+    """The same for the default store: an Edge shard admits one open store per folder (its WAL lock)."""
+    from haystack_fin.document_stores.qdrant_edge import QdrantEdgeDocumentStore, QdrantEdgeStoreLockedError
+
+    def make() -> QdrantEdgeDocumentStore:
+        return QdrantEdgeDocumentStore(path=str(tmp_path / "idx"), index="reg", embedding_dim=4)
+
+    first = shared_store(make())
+    try:
+        assert first.count_documents() == 0  # opens the shard and takes its WAL lock
+        assert shared_store(make()) is first
+        with pytest.raises(QdrantEdgeStoreLockedError):
+            make().count_documents()
+    finally:
+        release_store(make())
+    assert first._shard is None  # closed by the release
+    again = make()
+    assert again.count_documents() == 0
+    again.close()

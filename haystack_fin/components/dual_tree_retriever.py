@@ -273,7 +273,7 @@ class DualTreeRetriever:
             raise ValueError(
                 f"The {len(chunks)} chunks of filing {filing_id!r} came back without embeddings. DualTreeRetriever "
                 "needs chunk vectors: index the chunks with an embedder and configure the document store to return "
-                "them (QdrantDocumentStore(..., return_embedding=True))."
+                "them (QdrantEdgeDocumentStore or QdrantDocumentStore(..., return_embedding=True))."
             )
         if missing:
             logger.warning(

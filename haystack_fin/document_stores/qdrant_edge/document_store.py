@@ -179,6 +179,13 @@ class QdrantEdgeDocumentStore:
             shard = self._edge_call(lambda: qe.EdgeShard.load(str(shard_dir)), "open")
             self._ensure_payload_indexes(shard)
             return shard
+        if (Path(self.path) / "meta.json").is_file():
+            # qdrant-client local mode's folder (haystack-fin's store before Edge): a shard created inside it would
+            # look like an empty index next to the user's data.
+            raise QdrantEdgeStoreError(
+                f"{self.path}: a qdrant-client local-mode store (written by an older haystack-fin), not a Qdrant "
+                "Edge store: re-index into a new folder, or open it with QdrantDocumentStore(path=...)"
+            )
         shard_dir.mkdir(parents=True, exist_ok=True)
         config = qe.EdgeConfig(
             vectors=qe.EdgeVectorParams(size=self.embedding_dim, distance=self.SIMILARITY[self.similarity])
