@@ -1,0 +1,500 @@
+"""Scale benchmark (issue 14, point 4): the dev questions against stores of N filings, most of them look-alikes.
+
+A store of N filings holds the 22 indexed dev filings under their own ids (so the questions' gold pages stay valid)
+plus N-22 distractors cloned from them round-robin: each clone gets a new filing id, a real company name (with
+look-alikes of the dev companies: "Best Buy Holdings", "Micro Strategy", "Pepsi Bottling Group", ...), a ticker and
+shifted fiscal years, rewritten in every meta field of every node that names the filing, company, ticker or period;
+node ids are rebuilt on the new filing id; vectors are copied as they are (no re-embedding). Chunk text is the
+source filing's, so a clone is a hard distractor: same passages, another company and year.
+
+Per N and backend the store is written (timed, disk size from du), then a FRESH subprocess (honest start-up and RSS)
+builds ``QueryRunner`` + warm_up + one trivial query (start-up), and runs each dev question twice in the shared
+setting (filing_ids=None, k=5): first cold (its filings may not be cached yet), then warm. Reported: p50/p95 of both,
+peak RSS (ru_maxrss), page_hit@5 and doc_hit@5. A backend stops at the first N where it fails or takes longer than
+``--max-seconds``.
+
+    nice -n 10 .venv/bin/python benchmarks/bench_scale.py --n 22,200 --backends edge,local --out /tmp/scale.json
+"""
+
+import argparse
+import json
+import logging
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from haystack import Document
+
+from haystack_fin.core import schema
+
+logger = logging.getLogger("bench_scale")
+
+INDEX = "haystack_fin"
+DIM = 384
+DEFAULT_SOURCE = "/tmp/dev-index"
+DEFAULT_QUESTIONS = "/work/shared/data/financebench-dev/questions.jsonl"
+TRIVIAL_QUERY = "What was total revenue?"
+# The start-up query's filing: a short 8-K (every dev filing has a question; this one has a single one).
+STARTUP_FILING = "PEPSICO_2023_8K_dated-2023-05-05"
+
+# Real company names with tickers; look-alikes of the dev companies first (same words, other companies), then other
+# large filers so that the scope sees many names.
+COMPANIES: tuple[tuple[str, str], ...] = (
+    ("Best Buy Holdings Inc.", "BBYH"),
+    ("Buy.com Inc.", "BUYX"),
+    ("BuyBuy Baby Inc.", "BBBY"),
+    ("Micro Strategy Incorporated", "MSTR"),
+    ("Microchip Technology Inc.", "MCHP"),
+    ("Micron Technology, Inc.", "MU"),
+    ("Pepsi Bottling Group, Inc.", "PBG"),
+    ("PepsiAmericas, Inc.", "PAS"),
+    ("Coca-Cola Consolidated, Inc.", "COKE"),
+    ("Coca-Cola Europacific Partners plc", "CCEP"),
+    ("Coca-Cola FEMSA, S.A.B. de C.V.", "KOF"),
+    ("MGM Holdings Inc.", "MGMH"),
+    ("MGM Growth Properties LLC", "MGP"),
+    ("Netflix Media Holdings", "NFLM"),
+    ("Verizon Wireless Partners", "VZWP"),
+    ("Activision Holdings", "ATVH"),
+    ("Blizzard Entertainment Holdings", "BLZH"),
+    ("Bank of America Corporation", "BAC"),
+    ("America Movil, S.A.B. de C.V.", "AMX"),
+    ("U.S. Bancorp", "USB"),
+    ("Wynn Resorts, Limited", "WYNN"),
+    ("Caesars Entertainment, Inc.", "CZR"),
+    ("Las Vegas Sands Corp.", "LVS"),
+    ("Keurig Dr Pepper Inc.", "KDP"),
+    ("Monster Beverage Corporation", "MNST"),
+    ("AT&T Inc.", "T"),
+    ("T-Mobile US, Inc.", "TMUS"),
+    ("Electronic Arts Inc.", "EA"),
+    ("Take-Two Interactive Software, Inc.", "TTWO"),
+    ("The Walt Disney Company", "DIS"),
+    ("Target Corporation", "TGT"),
+    ("Walmart Inc.", "WMT"),
+    ("Costco Wholesale Corporation", "COST"),
+    ("The Home Depot, Inc.", "HD"),
+    ("Apple Inc.", "AAPL"),
+    ("Alphabet Inc.", "GOOGL"),
+    ("Amazon.com, Inc.", "AMZN"),
+    ("Oracle Corporation", "ORCL"),
+    ("Intel Corporation", "INTC"),
+    ("Cisco Systems, Inc.", "CSCO"),
+    ("International Business Machines Corporation", "IBM"),
+    ("The Procter & Gamble Company", "PG"),
+    ("Johnson & Johnson", "JNJ"),
+    ("3M Company", "MMM"),
+    ("General Mills, Inc.", "GIS"),
+    ("The Kraft Heinz Company", "KHC"),
+    ("Mondelez International, Inc.", "MDLZ"),
+    ("Comcast Corporation", "CMCSA"),
+    ("Charter Communications, Inc.", "CHTR"),
+    ("JPMorgan Chase & Co.", "JPM"),
+    ("Wells Fargo & Company", "WFC"),
+    ("Citigroup Inc.", "C"),
+    ("American Express Company", "AXP"),
+    ("Boeing Company", "BA"),
+    ("Lockheed Martin Corporation", "LMT"),
+    ("Nike, Inc.", "NKE"),
+    ("Starbucks Corporation", "SBUX"),
+    ("McDonald's Corporation", "MCD"),
+    ("Adobe Inc.", "ADBE"),
+    ("Salesforce, Inc.", "CRM"),
+)
+MAX_YEAR_SHIFT = 12  # clones are dated 1..12 years before their source filing
+_YEAR = re.compile(r"(?<!\d)(19|20)(\d{2})(?!\d)")
+
+
+@dataclass(frozen=True)
+class CloneSpec:
+    """Who a clone is: its filing id, company, ticker and how many years before the source filing it is dated."""
+
+    filing_id: str
+    company: str
+    ticker: str
+    year_shift: int
+
+
+def clone_spec(source_filing_id: str, form: str, fiscal_year: int | None, number: int) -> CloneSpec:
+    """The ``number``-th clone (1-based): company and ticker cycle through ``COMPANIES``, the year shift changes once
+    per cycle, and the filing id ends with the clone number, so ids are unique whatever the names."""
+    company, ticker = COMPANIES[(number - 1) % len(COMPANIES)]
+    shift = -(1 + ((number - 1) // len(COMPANIES)) % MAX_YEAR_SHIFT)
+    year = (fiscal_year or 2020) + shift
+    form_tag = re.sub(r"[^A-Z0-9]", "", form.upper()) or "DOC"
+    return CloneSpec(f"{ticker}_{year}_{form_tag}_C{number:05d}", company, ticker, shift)
+
+
+def shift_years(text: str, shift: int) -> str:
+    """Every 19xx/20xx year in ``text`` moved by ``shift``; Feb 29 becomes Feb 28 (the new year may not be leap)."""
+    out = _YEAR.sub(lambda m: str(int(m.group(0)) + shift), text)
+    return out.replace("-02-29", "-02-28")
+
+
+def _rewrite_ids(value: Any, old_prefix: str, new_prefix: str) -> Any:
+    # Every node id (and table id) starts with "<filing_id>#" (core/schema.py id builders), so swapping that prefix
+    # is what the builders would produce for the new filing id.
+    if isinstance(value, str) and value.startswith(old_prefix):
+        return new_prefix + value[len(old_prefix) :]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return [_rewrite_ids(v, old_prefix, new_prefix) for v in value]
+    return value
+
+
+def clone_filing(nodes: Sequence[Document], spec: CloneSpec) -> list[Document]:
+    """All nodes of one filing as a distractor filing ``spec``: ids and id-valued meta rebuilt, company, ticker,
+    period, fiscal year, period end, source path and context rewritten, the filing node's heading line too; vectors
+    and all other content copied as they are."""
+    if not nodes:
+        return []
+    old_fid = str(nodes[0].meta[schema.FILING_ID])
+    old_prefix, new_prefix = f"{old_fid}#", f"{spec.filing_id}#"
+    out: list[Document] = []
+    for node in nodes:
+        meta = dict(node.meta)
+        if meta.get(schema.FILING_ID) != old_fid or schema.filing_id_of(node.id) != old_fid:
+            raise ValueError(f"node {node.id} is not of filing {old_fid}")
+        old_head = " ".join(str(meta.get(k) or "") for k in (schema.COMPANY, schema.FORM, schema.PERIOD)).strip()
+        meta = {key: _rewrite_ids(value, old_prefix, new_prefix) for key, value in meta.items()}
+        meta[schema.FILING_ID] = spec.filing_id
+        meta[schema.COMPANY] = spec.company
+        meta[schema.TICKER] = spec.ticker
+        for key in (schema.PERIOD, schema.PERIOD_END):
+            if meta.get(key):
+                meta[key] = shift_years(str(meta[key]), spec.year_shift)
+        if isinstance(meta.get(schema.FISCAL_YEAR), int):
+            meta[schema.FISCAL_YEAR] += spec.year_shift
+        if meta.get(schema.SOURCE_PATH):
+            meta[schema.SOURCE_PATH] = str(Path(str(meta[schema.SOURCE_PATH])).with_name(f"{spec.filing_id}.pdf"))
+        new_head = " ".join(str(meta.get(k) or "") for k in (schema.COMPANY, schema.FORM, schema.PERIOD)).strip()
+        context = meta.get(schema.CONTEXT)
+        if isinstance(context, str) and context.startswith(old_head):
+            meta[schema.CONTEXT] = new_head + context[len(old_head) :]
+        content = node.content
+        if meta.get(schema.NODE_TYPE) == schema.NodeType.FILING.value and content and content.startswith(old_head):
+            content = new_head + content[len(old_head) :]
+        out.append(
+            Document(
+                id=_rewrite_ids(node.id, old_prefix, new_prefix),
+                content=content,
+                meta=meta,
+                embedding=list(node.embedding) if node.embedding else None,
+            )
+        )
+    return out
+
+
+def distractors(by_filing: dict[str, list[Document]], n_clones: int) -> Iterator[list[Document]]:
+    """``n_clones`` cloned filings, round-robin over the source filings (sorted by id), one list of nodes each."""
+    sources = sorted(by_filing)
+    for number in range(1, n_clones + 1):
+        nodes = by_filing[sources[(number - 1) % len(sources)]]
+        filing = next(n for n in nodes if n.meta.get(schema.NODE_TYPE) == schema.NodeType.FILING.value)
+        spec = clone_spec(
+            str(filing.meta[schema.FILING_ID]),
+            str(filing.meta.get(schema.FORM) or ""),
+            filing.meta.get(schema.FISCAL_YEAR),
+            number,
+        )
+        yield clone_filing(nodes, spec)
+
+
+# --- store writing -----------------------------------------------------------------------------------------------
+
+
+def _open_store(backend: str, path: Path, recreate: bool) -> Any:
+    if backend == "edge":
+        from haystack_fin.document_stores.qdrant_edge.document_store import QdrantEdgeDocumentStore
+
+        return QdrantEdgeDocumentStore(
+            path=str(path), index=INDEX, embedding_dim=DIM, return_embedding=True, recreate_index=recreate
+        )
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    return QdrantDocumentStore(
+        path=str(path),
+        index=INDEX,
+        embedding_dim=DIM,
+        similarity="cosine",
+        return_embedding=True,
+        recreate_index=recreate,
+        progress_bar=False,
+    )
+
+
+def _close_store(store: Any) -> None:
+    if hasattr(store, "close"):
+        store.close()
+    client = getattr(store, "_client", None)
+    if client is not None:
+        client.close()
+
+
+def load_source(path: Path, work: Path) -> dict[str, list[Document]]:
+    """Every node of the source index (a qdrant-client local-mode folder), by filing id; read from a copy so the
+    source is never locked or touched."""
+    copy = work / "source-copy"
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(path, copy)
+    (copy / ".lock").unlink(missing_ok=True)
+    store = _open_store("local", copy, recreate=False)
+    try:
+        docs = store.filter_documents()
+    finally:
+        _close_store(store)
+    shutil.rmtree(copy)
+    by_filing: dict[str, list[Document]] = {}
+    for doc in docs:
+        if not doc.embedding:  # local mode hands a point stored without a vector (summary, filing nodes) back as []
+            doc = replace(doc, embedding=None)
+        by_filing.setdefault(str(doc.meta[schema.FILING_ID]), []).append(doc)
+    return by_filing
+
+
+def write_store(
+    backend: str, path: Path, by_filing: dict[str, list[Document]], n: int, deadline: float
+) -> tuple[int, float]:
+    """Write the originals and ``n - len(by_filing)`` clones; returns (nodes written, seconds).
+
+    :raises TimeoutError: past ``deadline`` (time.monotonic()).
+    """
+    from haystack.document_stores.types import DuplicatePolicy
+
+    if path.exists():
+        shutil.rmtree(path)
+    t0 = time.perf_counter()
+    store = _open_store(backend, path, recreate=True)
+    written = 0
+    try:
+        for nodes in by_filing.values():  # the originals keep their ids, so gold pages stay valid
+            written += store.write_documents(nodes, policy=DuplicatePolicy.OVERWRITE)
+        for i, nodes in enumerate(distractors(by_filing, max(0, n - len(by_filing))), 1):
+            written += store.write_documents(nodes, policy=DuplicatePolicy.OVERWRITE)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"writing stopped after {i} clones")
+            if i % 50 == 0:
+                logger.info("%s N=%d: %d clones, %d nodes, %.0f s", backend, n, i, written, time.perf_counter() - t0)
+    finally:
+        _close_store(store)
+    return written, time.perf_counter() - t0
+
+
+def disk_mb(path: Path) -> float:
+    out = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0]) / 1024
+
+
+# --- the query subprocess ----------------------------------------------------------------------------------------
+
+
+def query_child(store: Path, backend: str, questions_path: Path, filing_ids: set[str]) -> dict[str, Any]:
+    """Runs in a fresh process: start-up, then each dev question cold and warm (shared setting, k=5)."""
+    from haystack_fin.core.evaluation import Passage, load_questions, percentile, score_question
+    from haystack_fin.pipeline_loader import BACKEND_ENV
+
+    os.environ[BACKEND_ENV] = backend
+    t0 = time.perf_counter()
+    from haystack_fin.query_runner import QueryRunner
+
+    runner = QueryRunner(str(store))
+    runner.pipe.warm_up()
+    # Scoped to one filing: a question naming no company scopes to every filing and would fill the cache, so that
+    # no dev question's first run would be a first touch of its filing.
+    runner.run(TRIVIAL_QUERY, filing_ids=[STARTUP_FILING], k=5)
+    startup = time.perf_counter() - t0
+    questions = [q for q in load_questions(questions_path) if q.doc_name in filing_ids]
+    cold: list[float] = []
+    warm: list[float] = []
+    first_touch: list[float] = []
+    per_question: dict[str, dict[str, Any]] = {}
+    try:
+        for q in questions:
+            times = []
+            results = []
+            for _ in range(2):
+                t = time.perf_counter()
+                results.append(runner.run(q.question, filing_ids=None, k=5))
+                times.append(1000 * (time.perf_counter() - t))
+            first, result = results
+            cold.append(times[0])
+            cache = (first.trace.get("retrieval") or {}).get("cache") or {}
+            if cache.get("loaded"):  # the cold run fetched a filing from the store: a first touch
+                first_touch.append(times[0])
+            warm.append(times[1])
+            passages = [
+                Passage(
+                    doc_name=str(d.meta.get(schema.FILING_ID) or ""),
+                    pages=[int(p) for p in d.meta.get(schema.PAGE_NUMBERS) or []],
+                    text=d.content or "",
+                )
+                for d in result.passages
+            ]
+            scores = score_question(q, passages, ks=(5,))
+            per_question[q.financebench_id] = {
+                "page_hit@5": scores["page_hit@5"],
+                "doc_hit@5": scores["doc_hit@5"],
+                "cold_ms": round(times[0], 1),
+                "warm_ms": round(times[1], 1),
+                "cold_loaded": list(cache.get("loaded") or []),
+                "scope": (result.trace.get("scope") or {}).get("filing_ids")
+                if isinstance(result.trace.get("scope"), dict)
+                else None,
+            }
+    finally:
+        runner.close()
+    n_q = max(1, len(per_question))
+    return {
+        "startup_s": round(startup, 2),
+        "n_questions": len(per_question),
+        "cold_p50_ms": round(percentile(cold, 50), 1),
+        "cold_p95_ms": round(percentile(cold, 95), 1),
+        "first_touch_n": len(first_touch),
+        "first_touch_p50_ms": round(percentile(first_touch, 50), 1) if first_touch else None,
+        "warm_p50_ms": round(percentile(warm, 50), 1),
+        "warm_p95_ms": round(percentile(warm, 95), 1),
+        "page_hit@5": round(sum(r["page_hit@5"] for r in per_question.values()) / n_q, 4),
+        "doc_hit@5": round(sum(r["doc_hit@5"] for r in per_question.values()) / n_q, 4),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "per_question": per_question,
+    }
+
+
+def run_child(store: Path, backend: str, args: argparse.Namespace, filing_ids: set[str], timeout: float) -> Any:
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child-store",
+        str(store),
+        "--child-backend",
+        backend,
+        "--questions",
+        str(args.questions),
+        "--child-filings",
+        ",".join(sorted(filing_ids)),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1.0, timeout))
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+        raise RuntimeError(f"query process exited {proc.returncode}: {tail}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --- driver ------------------------------------------------------------------------------------------------------
+
+COLUMNS = (
+    ("write_s", "write s"),
+    ("disk_mb", "disk MB"),
+    ("startup_s", "start s"),
+    ("cold_p50_ms", "cold p50"),
+    ("cold_p95_ms", "cold p95"),
+    ("first_touch_p50_ms", "1st-touch"),
+    ("warm_p50_ms", "warm p50"),
+    ("warm_p95_ms", "warm p95"),
+    ("peak_rss_mb", "RSS MB"),
+    ("page_hit@5", "page@5"),
+    ("doc_hit@5", "doc@5"),
+)
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    head = f"{'N':>6} {'backend':<7} " + " ".join(f"{label:>9}" for _, label in COLUMNS)
+    print(head)
+    print("-" * len(head))
+    for row in sorted(results, key=lambda r: (r["n"], r["backend"])):
+        if row.get("error"):
+            print(f"{row['n']:>6} {row['backend']:<7} stopped: {row['error']}")
+            continue
+        print(f"{row['n']:>6} {row['backend']:<7} " + " ".join(f"{row.get(key, ''):>9}" for key, _ in COLUMNS))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", default="22,200,1000,5000", help="comma-separated store sizes (filings)")
+    parser.add_argument("--backends", default="edge,local")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--questions", type=Path, default=Path(DEFAULT_QUESTIONS))
+    parser.add_argument("--source-index", type=Path, default=Path(DEFAULT_SOURCE))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/bench-scale"))
+    parser.add_argument("--max-seconds", type=float, default=1800, help="per N and backend: write + queries")
+    parser.add_argument("--keep", action="store_true", help="keep the stores (default: delete after measuring)")
+    parser.add_argument("--child-store", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-backend", help=argparse.SUPPRESS)
+    parser.add_argument("--child-filings", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    logging.getLogger("haystack").setLevel(logging.WARNING)
+
+    if args.child_store:
+        print(
+            json.dumps(
+                query_child(args.child_store, args.child_backend, args.questions, set(args.child_filings.split(",")))
+            )
+        )
+        return 0
+
+    for label, path in (("--questions", args.questions), ("--source-index", args.source_index)):
+        if not path.exists():
+            print(f"error: {path}: no such file or folder ({label})", file=sys.stderr)
+            return 2
+    try:
+        sizes = sorted(int(x) for x in args.n.split(","))
+    except ValueError:
+        print(f"error: --n {args.n!r}: expected comma-separated integers", file=sys.stderr)
+        return 2
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if unknown := [b for b in backends if b not in ("edge", "local")]:
+        print(f"error: --backends: unknown backend(s) {unknown} (expected edge, local)", file=sys.stderr)
+        return 2
+    args.work.mkdir(parents=True, exist_ok=True)
+    by_filing = load_source(args.source_index, args.work)
+    originals = set(by_filing)
+    logger.info("source: %d filings, %d nodes", len(by_filing), sum(map(len, by_filing.values())))
+
+    results: list[dict[str, Any]] = []
+    stopped: dict[str, str] = {}
+    for n in sizes:
+        if n < len(by_filing):
+            print(f"error: --n {n}: smaller than the {len(by_filing)} source filings", file=sys.stderr)
+            return 2
+        for backend in backends:
+            if backend in stopped:
+                continue
+            store = args.work / f"{backend}-{n}"
+            row: dict[str, Any] = {"n": n, "backend": backend}
+            start = time.monotonic()
+            deadline = start + args.max_seconds
+            try:
+                nodes, seconds = write_store(backend, store, by_filing, n, deadline)
+                row.update(nodes=nodes, write_s=round(seconds, 1), disk_mb=round(disk_mb(store), 1))
+                logger.info("%s N=%d: wrote %d nodes in %.1f s", backend, n, nodes, seconds)
+                row.update(run_child(store, backend, args, originals, deadline - time.monotonic()))
+            except (TimeoutError, subprocess.TimeoutExpired) as exc:
+                row["error"] = f"over --max-seconds {args.max_seconds:.0f} ({exc})"
+            except Exception as exc:  # a failing backend is a result of this benchmark, not a crash of it
+                row["error"] = f"{type(exc).__name__}: {exc}"
+            row["total_s"] = round(time.monotonic() - start, 1)
+            if row.get("error"):
+                stopped[backend] = f"N={n}: {row['error']}"
+                logger.info("%s stopped at N=%d: %s", backend, n, row["error"])
+            results.append(row)
+            if not args.keep and store.exists():
+                shutil.rmtree(store)
+            if args.out:  # after every row, so a long run that is stopped keeps what it measured
+                args.out.write_text(json.dumps({"results": results, "stopped": stopped}, indent=1))
+    print_table(results)
+    for backend, why in stopped.items():
+        print(f"{backend}: stopped at {why}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

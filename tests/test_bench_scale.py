@@ -1,0 +1,124 @@
+"""benchmarks/bench_scale.py: cloning a filing into a look-alike distractor (no model, no store)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from haystack import Document
+
+from haystack_fin.core import schema
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses resolve their module while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load("bench_scale")
+FID = "BESTBUY_2019_10K"
+HEAD = "BEST BUY CO., INC. 10-K FY2019"
+
+
+def _filing() -> list[Document]:
+    base = {
+        schema.FILING_ID: FID,
+        schema.COMPANY: "BEST BUY CO., INC.",
+        schema.FORM: "10-K",
+        schema.PERIOD: "FY2019",
+        schema.FISCAL_YEAR: 2019,
+        schema.PERIOD_END: "2019-02-02",
+        schema.SOURCE_PATH: "/data/BESTBUY_2019_10K.pdf",
+    }
+    chunk_a, chunk_b = schema.chunk_id(FID, 0), schema.chunk_id(FID, 1)
+    summary = schema.tree_node_id(FID, "8", "s", 1, 0)
+    return [
+        Document(
+            id=schema.filing_node_id(FID),
+            content=f"{HEAD}\nItem 8: Financial Statements",
+            meta={**base, schema.NODE_TYPE: "filing", schema.N_PAGES: 90},
+            embedding=[0.1] * 4,
+        ),
+        Document(
+            id=chunk_a,
+            content="Revenue in fiscal 2019 was $42,879 million.",
+            meta={
+                **base,
+                schema.NODE_TYPE: "chunk",
+                schema.TABLE_ID: schema.table_id(FID, 3),
+                schema.TREE_PARENT_ID: summary,
+                schema.TREE_PARENT_IDS: [summary],
+                schema.CONTEXT: f"{HEAD} | Item 8",
+                schema.PAGE_NUMBERS: [75],
+            },
+            embedding=[0.2, 0.3, 0.4, 0.5],
+        ),
+        Document(
+            id=chunk_b,
+            content="Second chunk.",
+            meta={**base, schema.NODE_TYPE: "chunk", schema.TREE_PARENT_ID: summary},
+            embedding=[0.5, 0.4, 0.3, 0.2],
+        ),
+        Document(
+            id=summary,
+            content="summary",
+            meta={
+                **base,
+                schema.NODE_TYPE: "summary",
+                schema.TREE_CHILDREN_IDS: [chunk_a, chunk_b],
+                schema.LEAF_IDS: [chunk_a, chunk_b],
+                schema.TWIN_ID: schema.tree_node_id(FID, "8", "q", 1, 0),
+            },
+            embedding=[0.9, 0.1, 0.0, 0.0],
+        ),
+    ]
+
+
+def test_clone_rewrites_ids_and_meta_and_keeps_vectors():
+    nodes = _filing()
+    spec = bench.clone_spec(FID, "10-K", 2019, 1)
+    clones = bench.clone_filing(nodes, spec)
+
+    assert len(clones) == len(nodes)
+    assert len({c.id for c in clones}) == len(clones)
+    assert all(schema.filing_id_of(c.id) == spec.filing_id for c in clones)
+    assert {c.id for c in clones}.isdisjoint(n.id for n in nodes)
+    for node, clone in zip(nodes, clones, strict=True):
+        assert clone.embedding == node.embedding
+        assert clone.meta[schema.FILING_ID] == spec.filing_id
+        assert clone.meta[schema.COMPANY] == spec.company != node.meta[schema.COMPANY]
+        assert clone.meta[schema.TICKER] == spec.ticker
+        assert clone.meta[schema.FISCAL_YEAR] == 2019 + spec.year_shift
+        assert clone.meta[schema.PERIOD] == f"FY{2019 + spec.year_shift}"
+        assert clone.meta[schema.PERIOD_END] == f"{2019 + spec.year_shift}-02-02"
+        assert FID not in clone.meta[schema.SOURCE_PATH]
+        # No meta value still names the source filing (ids, parents, children, twins, tables, context).
+        assert FID not in repr(clone.meta)
+    chunk = clones[1]
+    assert chunk.content == nodes[1].content  # chunk text is copied: same passage, other company
+    assert chunk.meta[schema.TABLE_ID] == schema.table_id(spec.filing_id, 3)
+    assert chunk.meta[schema.CONTEXT].startswith(f"{spec.company} 10-K FY{2019 + spec.year_shift} | ")
+    assert clones[0].content.startswith(f"{spec.company} 10-K FY{2019 + spec.year_shift}\n")
+    assert clones[3].meta[schema.LEAF_IDS] == [clones[1].id, clones[2].id]
+    assert nodes[1].meta[schema.FILING_ID] == FID  # the source is not changed
+
+
+def test_distractors_have_unique_filing_ids_across_cycles():
+    by_filing = {FID: _filing()}
+    n = len(bench.COMPANIES) * 2 + 3  # past one cycle of names: same company, another year
+    clones = list(bench.distractors(by_filing, n))
+    fids = [c[0].meta[schema.FILING_ID] for c in clones]
+    assert len(set(fids)) == n
+    periods = {(c[0].meta[schema.COMPANY], c[0].meta[schema.PERIOD]) for c in clones}
+    assert len(periods) == n
+    ids = [d.id for c in clones for d in c]
+    assert len(set(ids)) == len(ids)
+
+
+def test_shift_years_handles_leap_day():
+    assert bench.shift_years("2020-02-29", -1) == "2019-02-28"
+    assert bench.shift_years("FY2024 Q2", -3) == "FY2021 Q2"
