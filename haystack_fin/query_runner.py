@@ -167,9 +167,6 @@ class QueryRunner:
         return QueryResult(passages=result["window"]["documents"], answer=answers[0] if answers else None, trace=trace)
 
     def close(self) -> None:
-        """Release the store (an embedded store folder admits one client)."""
-        from haystack_fin.store_registry import release_store
-
-        retriever = self.pipe.get_component("retriever")
-        release_store(retriever.document_store)
+        """Release the store (an embedded store folder admits one client): ``Pipeline.close()`` calls every
+        store-holding component's ``close``, which releases the shared instance."""
         self.pipe.close()

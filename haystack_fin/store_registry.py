@@ -40,3 +40,26 @@ def release_store(store: Any) -> None:
         shared = _stores.pop(key, None)
     if shared is not None and hasattr(shared, "close"):
         shared.close()
+
+
+class SharedStoreClient:
+    """Base of the components that read through the shared instance of ``self.document_store``.
+
+    ``_attach_store()`` (in ``warm_up``) binds the instance once; ``close()``, which ``Pipeline.close()`` calls,
+    releases it, and a later run attaches again.
+    """
+
+    document_store: Any
+    _store: Any = None
+
+    def _attach_store(self) -> Any:
+        if self._store is None:
+            self._store = shared_store(self.document_store)
+        return self._store
+
+    def close(self) -> None:
+        """Release the shared store instance (an embedded folder admits one open store); ``Pipeline.close()``
+        calls this. A later run attaches again."""
+        if self._store is not None:
+            release_store(self.document_store)
+            self._store = None

@@ -1,25 +1,11 @@
 """benchmarks/bench_scale.py: cloning a filing into a look-alike distractor (no model, no store)."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 from haystack import Document
+from helpers.benchmark_modules import load_benchmark
 
 from haystack_fin.core import schema
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve their module while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load("bench_scale")
+bench = load_benchmark("bench_scale")
 FID = "BESTBUY_2019_10K"
 HEAD = "BEST BUY CO., INC. 10-K FY2019"
 

@@ -1,25 +1,13 @@
 """benchmarks/make_adversarial.py and benchmarks/sweep_corpus.py on a few small adversarial cases (in-process)."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.benchmark_modules import load_benchmark
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve their module while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-make_adversarial = _load("make_adversarial")
-sweep_corpus = _load("sweep_corpus")
+make_adversarial = load_benchmark("make_adversarial")
+sweep_corpus = load_benchmark("sweep_corpus")
 
 CASES = ["dot_leaders", "items_one_page", "scanned"]
 

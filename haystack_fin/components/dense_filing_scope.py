@@ -6,7 +6,7 @@ from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
 from haystack_fin.core.schema import NodeType
-from haystack_fin.store_registry import release_store, shared_store
+from haystack_fin.store_registry import SharedStoreClient
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ def _nearest(store: Any, query_embedding: list[float], top_k: int) -> list[Docum
 
 
 @component
-class DenseFilingScope:
+class DenseFilingScope(SharedStoreClient):
     """Scopes a question to the filings of its nearest chunks in the whole index, most frequent first (ties: the
     better-ranked chunk first).
 
@@ -70,15 +70,7 @@ class DenseFilingScope:
 
     def warm_up(self) -> None:
         """Attach to the shared store instance (embedded Qdrant allows one client per folder)."""
-        if self._store is None:
-            self._store = shared_store(self.document_store)
-
-    def close(self) -> None:
-        """Release the shared store instance (an embedded Qdrant folder admits one client); ``Pipeline.close()``
-        calls this. A later run attaches again."""
-        if self._store is not None:
-            release_store(self.document_store)
-            self._store = None
+        self._attach_store()
 
     @component.output_types(filing_ids=list[str], filters=dict[str, Any], scope=dict[str, Any])
     def run(self, query_embedding: list[float], filing_ids: list[str] | None = None) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from haystack_fin.core.retrieval.tree_search import (
 )
 from haystack_fin.core.schema import NodeType
 from haystack_fin.core.statements import statements_in_query
-from haystack_fin.store_registry import release_store, shared_store
+from haystack_fin.store_registry import SharedStoreClient, shared_store
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def _is_only_filing_filter(filters: dict[str, Any]) -> bool:
 
 
 @component
-class DualTreeRetriever:
+class DualTreeRetriever(SharedStoreClient):
     """Retrieves candidate chunks per SEC Item by beam search down the Item's summary tree (BM25) and question tree
     (dense cosine), pooling the leaves both trees reach (FinGEAR's dual-tree retrieval).
 
@@ -226,13 +226,6 @@ class DualTreeRetriever:
                 "chunks by their vectors: create the store with return_embedding=True"
             )
         self._store = store
-
-    def close(self) -> None:
-        """Release the shared store instance (an embedded Qdrant folder admits one client); ``Pipeline.close()``
-        calls this. A later run attaches again."""
-        if self._store is not None:
-            release_store(self.document_store)
-            self._store = None
 
     def clear_cache(self) -> None:
         """Forget all cached filings (e.g. after re-indexing into a store without ``get_documents_by_id``)."""

@@ -8,7 +8,7 @@ from haystack_fin.core.retrieval.companies import CompanyIndex
 from haystack_fin.core.retrieval.filing_ranking import FilingProfile, resolve_scope
 from haystack_fin.core.retrieval.question_analysis import analysis_for
 from haystack_fin.core.schema import NodeType
-from haystack_fin.store_registry import release_store, shared_store
+from haystack_fin.store_registry import SharedStoreClient
 
 logger = logging.getLogger(__name__)
 
@@ -16,7 +16,7 @@ _FILING_NODES = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value":
 
 
 @component
-class FilingScope:
+class FilingScope(SharedStoreClient):
     """Scopes a question to the filings it is about (company, fiscal period, form) before retrieval.
 
     In an index of many filings, plain retrieval readily answers from another company or, most often, from another
@@ -90,23 +90,13 @@ class FilingScope:
 
     def warm_up(self) -> None:
         """Attach to the shared store instance and read the filing profiles once; later calls do nothing."""
-        if self._store is None:
-            # Several components of one query pipeline must share one embedded Qdrant client.
-            self._store = shared_store(self.document_store)
+        self._attach_store()  # several components of one query pipeline share one open store
         if self._profiles is None:
             self.refresh()
 
-    def close(self) -> None:
-        """Release the shared store instance (an embedded Qdrant folder admits one client); ``Pipeline.close()``
-        calls this. A later run attaches again."""
-        if self._store is not None:
-            release_store(self.document_store)
-            self._store = None
-
     def refresh(self) -> None:
         """Re-read the filing profiles from the store (after filings were indexed or deleted)."""
-        if self._store is None:
-            self._store = shared_store(self.document_store)
+        self._attach_store()
         nodes = self._store.filter_documents(filters=_FILING_NODES)
         profiles = [FilingProfile.from_meta(doc.meta) for doc in nodes]
         self._profiles = [p for p in profiles if p.filing_id]

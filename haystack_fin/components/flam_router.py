@@ -14,7 +14,7 @@ from haystack_fin.core.retrieval.flam import (
 )
 from haystack_fin.core.retrieval.question_analysis import analysis_for
 from haystack_fin.core.schema import NodeType
-from haystack_fin.store_registry import release_store, shared_store
+from haystack_fin.store_registry import SharedStoreClient
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def budget_filters(budgets: list[ItemBudget], filing_ids: list[str] | None = Non
 
 
 @component
-class FlamRouter:
+class FlamRouter(SharedStoreClient):
     """Decides which SEC Items of which filings to search for a question, and how many passages each gets (FLAM).
 
     FinGEAR's Financial Lexicon-Aware Mapping: the question's financial terms are matched to the lexicon's synonym
@@ -169,15 +169,7 @@ class FlamRouter:
             if self.finrad_csv:
                 lexicon = Lexicon.from_finrad_csv(self.finrad_csv, base=lexicon)
             self._lexicon = lexicon
-        if self._store is None:
-            self._store = shared_store(self.document_store)
-
-    def close(self) -> None:
-        """Release the shared store instance (an embedded Qdrant folder admits one client); ``Pipeline.close()``
-        calls this. A later run attaches again."""
-        if self._store is not None:
-            release_store(self.document_store)
-            self._store = None
+        self._attach_store()
 
     def _filing_nodes(self, filing_ids: list[str] | None) -> list[Document]:
         # Filing nodes have deterministic ids: a direct lookup avoids a filter, which embedded Qdrant answers by

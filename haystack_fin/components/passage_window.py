@@ -6,7 +6,7 @@ from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
 from haystack_fin.core.retrieval.windows import WindowPart, build_window, chunk_index, join_window, neighbour_ids
-from haystack_fin.store_registry import release_store, shared_store
+from haystack_fin.store_registry import SharedStoreClient
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +22,7 @@ def _part(doc: Document) -> WindowPart:
 
 
 @component
-class PassageWindow:
+class PassageWindow(SharedStoreClient):
     """Grows each ranked chunk into a passage of its neighbouring chunks (small-to-big retrieval).
 
     Expects chunks from ``FilingSplitter`` (deterministic ids ``<filing_id>#chunk-00012``), ranked best first, e.g.
@@ -71,15 +71,7 @@ class PassageWindow:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        if self._store is None:
-            self._store = shared_store(self.document_store)
-
-    def close(self) -> None:
-        """Release the shared store instance (an embedded Qdrant folder admits one client); ``Pipeline.close()``
-        calls this. A later run attaches again."""
-        if self._store is not None:
-            release_store(self.document_store)
-            self._store = None
+        self._attach_store()
 
     def _fetch(self, ids: list[str]) -> dict[str, Document]:
         if not ids:

@@ -113,17 +113,7 @@ OVERRIDABLE_FILING_FIELDS: tuple[str, ...] = (
 )
 
 # Filing-level provenance: what a filing node carries and every chunk of the filing copies (FilingSplitter).
-FILING_FIELDS: tuple[str, ...] = (
-    FILING_ID,
-    COMPANY,
-    FORM,
-    PERIOD,
-    FISCAL_YEAR,
-    FISCAL_QUARTER,
-    PERIOD_END,
-    TICKER,
-    SOURCE_PATH,
-)
+FILING_FIELDS: tuple[str, ...] = (*OVERRIDABLE_FILING_FIELDS, SOURCE_PATH)
 
 
 # --- node ids -------------------------------------------------------------------------------------------------------
