@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from haystack import Pipeline
 
+from haystack_fin.document_stores.qdrant_edge.document_store import DEFAULT_PAYLOAD_INDEXES
 from haystack_fin.store_check import EDGE_STORE_TYPE, QDRANT_STORE_TYPE, store_nodes
 
 ALLOWED_MODULES = ["haystack_fin"]
@@ -38,6 +39,13 @@ _EDGE_PARAMS = frozenset(
     }
 )
 _EDGE_ONLY_PARAMS = frozenset({"payload_indexes"})
+# A Qdrant server gets the payload indexes the Edge store creates with its shard (``DEFAULT_PAYLOAD_INDEXES``): the
+# retriever loads a filing by ``filing_id`` and scope reads the ``node_type == "filing"`` nodes, and without a
+# keyword index each of those filters scans the whole collection. Created with the collection (qdrant-haystack
+# only creates them then), so an older server collection needs re-indexing or ``create_payload_index`` by hand.
+SERVER_PAYLOAD_INDEXES: list[dict[str, str]] = [
+    {"field_name": f"meta.{name}", "field_schema": "keyword"} for name in DEFAULT_PAYLOAD_INDEXES
+]
 
 
 def pipelines_dir() -> Path:
@@ -92,6 +100,8 @@ def _rewrite_stores(data: dict[str, Any], params: dict[str, Any], qdrant_url: st
         for key in ("path", "url", "location"):
             if key in params and params[key] is None:
                 init.pop(key, None)
+        if qdrant_url and not init.get("payload_fields_to_index"):
+            init["payload_fields_to_index"] = [dict(index) for index in SERVER_PAYLOAD_INDEXES]
 
 
 def pipeline_dict(

@@ -69,6 +69,9 @@ def test_qdrant_url_replaces_the_path_in_every_query_store(monkeypatch):
         assert params["url"] == "http://qdrant:6333"
         assert "path" not in params and "location" not in params and "api_key" not in params
         assert params["index"] == "haystack_fin" and params["return_embedding"] is True
+        # the server collection gets the Edge shard's keyword indexes, so filing loads do not scan it
+        indexed = {(p["field_name"], p["field_schema"]) for p in params["payload_fields_to_index"]}
+        assert {("meta.filing_id", "keyword"), ("meta.node_type", "keyword")} <= indexed
     # one configuration for all: the store registry then gives the components one client
     assert all(s == stores[0] for s in stores)
 

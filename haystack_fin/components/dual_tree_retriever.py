@@ -1,9 +1,11 @@
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.document_stores.types import DocumentStore
 from haystack.utils.filters import document_matches_filter
@@ -11,6 +13,7 @@ from haystack.utils.filters import document_matches_filter
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.retrieval.question_analysis import analysis_for
+from haystack_fin.core.retrieval.sections import SectionIndex, question_sections, sections_in_query
 from haystack_fin.core.retrieval.tree_search import (
     IndexNode,
     ItemSearchResult,
@@ -40,6 +43,7 @@ class _CachedFiling:
     trees: dict[str, ItemTree]
     chunks: dict[str, Document]
     statement_ids: dict[str, list[str]]  # statement kind -> ids of its blocks, in filing order
+    sections: SectionIndex  # chunk ids by the headings above them
 
 
 def _item_key(value: Any) -> str:
@@ -108,7 +112,10 @@ class DualTreeRetriever(SharedStoreClient):
     items or ratios ("capex", "quick ratio"), the blocks of that statement (``meta["statement"]``, tagged by
     FilingSplitter) of every filing searched join the candidates with ``retrieval = {"mode": "statement", ...}``,
     score 0 and their Item's budget; the trace lists them under ``statements``. ``statement_candidates=False``
-    turns this off.
+    turns this off. Likewise, when the question's lexicon concepts name the headings they are reported under
+    (``TermCluster.sections``: "Income Taxes", "Liquidity and Capital Resources", the cover's "Securities registered
+    pursuant to Section 12(b)"), the chunks under such a heading (``meta["section_path"]``) that are closest to the
+    question join with ``retrieval = {"mode": "section", ...}``; the trace lists them under ``sections``.
 
     Usage example:
     ```python
@@ -144,6 +151,7 @@ class DualTreeRetriever(SharedStoreClient):
         statement_candidates: bool = True,
         lexicon_path: str | None = None,
         flat_candidates_per_item: int = 5,
+        section_candidates: int = 8,
     ) -> None:
         """
         :param document_store: the haystack-fin index (chunks, summary, question and filing nodes in one store).
@@ -164,6 +172,11 @@ class DualTreeRetriever(SharedStoreClient):
             by flat BM25 + dense fusion that the trees did not reach (0: trees only). A beam can prune the branch
             that holds the answer, and which branch that is moves with the clustering whenever a filing's chunks
             change; the ranker then sees the best flat matches too.
+        :param section_candidates: per filing and heading title of the question's concepts
+            (``haystack_fin.core.retrieval.sections``), also return up to this many chunks under a matching heading,
+            closest to the question by cosine first, whichever Items the budgets name (0: off). A note or MD&A
+            subsection is where an analyst reads the answer, and FLAM's Item-level routing cannot reach below the
+            Item.
         """
         for name, value in (
             ("beam_width", beam_width),
@@ -173,10 +186,12 @@ class DualTreeRetriever(SharedStoreClient):
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not isinstance(flat_candidates_per_item, int) or flat_candidates_per_item < 0:
-            raise ValueError(
-                f"flat_candidates_per_item must be a non-negative integer, got {flat_candidates_per_item!r}"
-            )
+        for name, count in (
+            ("flat_candidates_per_item", flat_candidates_per_item),
+            ("section_candidates", section_candidates),
+        ):
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {count!r}")
         self.document_store = document_store
         self.beam_width = beam_width
         self.top_k = top_k
@@ -187,6 +202,7 @@ class DualTreeRetriever(SharedStoreClient):
         self.statement_candidates = statement_candidates
         self.lexicon_path = lexicon_path
         self.flat_candidates_per_item = flat_candidates_per_item
+        self.section_candidates = section_candidates
         self._lexicon: Lexicon | None = None
         self._store: Any = None
         self._cache: OrderedDict[str, _CachedFiling] = OrderedDict()
@@ -206,6 +222,7 @@ class DualTreeRetriever(SharedStoreClient):
             statement_candidates=self.statement_candidates,
             lexicon_path=self.lexicon_path,
             flat_candidates_per_item=self.flat_candidates_per_item,
+            section_candidates=self.section_candidates,
         )
 
     @classmethod
@@ -215,7 +232,7 @@ class DualTreeRetriever(SharedStoreClient):
     def warm_up(self) -> None:
         """Bind the process-wide store instance (one embedded Qdrant client per folder) and load the lexicon;
         idempotent."""
-        if self.statement_candidates and self._lexicon is None:
+        if (self.statement_candidates or self.section_candidates) and self._lexicon is None:
             self._lexicon = Lexicon.load(self.lexicon_path)
         if self._store is not None:
             return
@@ -279,7 +296,9 @@ class DualTreeRetriever(SharedStoreClient):
         for doc in chunks.values():
             if doc.meta.get(schema.STATEMENT):
                 statement_ids.setdefault(str(doc.meta[schema.STATEMENT]), []).append(doc.id)
-        return _CachedFiling(filing_id, index_run, build_item_trees(filing_id, nodes), chunks, statement_ids)
+        # Ids sort in filing order ("<filing_id>#chunk-00012"), which makes the heading order deterministic.
+        sections = SectionIndex((cid, chunks[cid].meta.get(schema.SECTION_PATH) or ()) for cid in sorted(chunks))
+        return _CachedFiling(filing_id, index_run, build_item_trees(filing_id, nodes), chunks, statement_ids, sections)
 
     def _fetch(self, filing_ids: list[str]) -> dict[str, _CachedFiling]:
         """Build the searchable state of filings from one ``filter_documents`` call (one scan for all of them)."""
@@ -425,6 +444,63 @@ class DualTreeRetriever(SharedStoreClient):
                 added.append(doc.id)
         return schema.StatementTrace(asked=statements, added=added)
 
+    def _section_titles(self, query: str, analysed: Any) -> dict[str, str]:
+        """The heading titles of the question's concepts: from the analysis, else read with this retriever's
+        lexicon."""
+        if not self.section_candidates:
+            return {}
+        if analysed is not None:
+            return question_sections(analysed.clusters)
+        if self._lexicon is None:
+            return {}
+        return sections_in_query(query, self._lexicon)
+
+    def _add_section_chunks(
+        self,
+        query_embedding: list[float],
+        titles: Mapping[str, str],
+        filings: dict[str, _CachedFiling],
+        wanted: dict[tuple[str, str | None], int],
+        leaf_filter: dict[str, Any] | None,
+        scored: dict[str, tuple[float, Document]],
+    ) -> schema.SectionTrace:
+        """Add the chunks under the question's headings (see ``section_candidates``) to ``scored``: per filing and
+        title the ``section_candidates`` closest to the question. An added chunk keeps its Item's budget when the
+        budgets name the Item, else gets one slot per title matched in its filing; its retrieval score is 0."""
+        if not titles or not self.section_candidates:
+            return {}
+        query = np.asarray(query_embedding, dtype=np.float32)
+        norm = float(np.linalg.norm(query))
+        query = query / norm if norm > 0 else query
+        added: list[str] = []
+        for fid, filing in filings.items():
+            by_title: dict[str, list[tuple[float, str, Any]]] = {}
+            for chunk_id, title in filing.sections.chunks_under(titles).items():
+                doc = filing.chunks[chunk_id]
+                if chunk_id in scored or (leaf_filter and not document_matches_filter(leaf_filter, doc)):
+                    continue
+                tree = filing.trees.get(_item_key(doc.meta.get(schema.ITEM)))
+                row = tree.leaf_index.get(chunk_id) if tree is not None else None
+                vector = tree.leaf_embeddings[row] if tree is not None and row is not None else None
+                cosine = float(vector @ query) if vector is not None and vector.shape == query.shape else 0.0
+                by_title.setdefault(title, []).append((cosine, chunk_id, vector))
+            for title, rows in by_title.items():
+                best = sorted(rows, key=lambda row: (-row[0], row[1]))[: self.section_candidates]
+                for cosine, chunk_id, vector in best:
+                    doc = filing.chunks[chunk_id]
+                    item = _item_key(doc.meta.get(schema.ITEM))
+                    k = wanted.get((fid, item)) or wanted.get((fid, None)) or len(by_title)
+                    retrieval = {"mode": "section", "section": title, "cluster": titles[title], "dense": cosine}
+                    out = replace(
+                        doc,
+                        score=0.0,
+                        embedding=vector.tolist() if vector is not None and vector.any() else None,
+                        meta={**doc.meta, schema.RETRIEVAL: retrieval, schema.BUDGET_K: k},
+                    )
+                    scored[chunk_id] = (0.0, out)
+                    added.append(chunk_id)
+        return schema.SectionTrace(asked=dict(titles), added=added)
+
     @component.output_types(documents=list[Document], trace=dict)
     def run(
         self,
@@ -533,10 +609,14 @@ class DualTreeRetriever(SharedStoreClient):
         statement_trace = self._add_statement_blocks(
             query, filings, wanted, leaf_filter, scored, dict(analysed.statements) if analysed is not None else None
         )
+        section_trace = self._add_section_chunks(
+            query_embedding, self._section_titles(query, analysed), filings, wanted, leaf_filter, scored
+        )
         documents = [doc for _, doc in sorted(scored.values(), key=lambda pair: -pair[0])]
         trace = schema.RetrieverTrace(
             items=item_traces,
             statements=statement_trace,
+            sections=section_trace,
             cache=cache_trace,
             seconds=round(time.perf_counter() - start, 4),
         )

@@ -90,7 +90,8 @@ class TreeBuilder:
 
     - a ``summary`` node: an extractive summary of the chunks below (central sentences, salient lexicon terms, table
       row labels), not embedded by default (the summary tree is searched with BM25);
-    - its ``question`` twin: template questions the subtree answers, embedded with ``embedder``.
+    - its ``question`` twin: questions the subtree answers, embedded with ``embedder``; built by default only when a
+      ``chat_generator`` writes the questions (``question_tree``).
 
     With a ``chat_generator`` (e.g. ``OllamaChatGenerator``) the summary and questions of each node come from the
     LLM instead (bottom-up: upper nodes summarise their children's summaries); a failed call or an unusable reply
@@ -137,6 +138,7 @@ class TreeBuilder:
         lexicon_path: str | None = None,
         random_state: int = 0,
         progress_bar: bool = False,
+        question_tree: bool | None = None,
     ) -> None:
         """
         :param embedder: any Haystack document embedder (``run(documents=...)`` returning ``documents``) for the
@@ -156,6 +158,11 @@ class TreeBuilder:
         :param lexicon_path: a lexicon JSON file for the salient terms; None uses the built-in lexicon.
         :param random_state: seed of the clustering.
         :param progress_bar: show a progress bar over (filing, Item) groups.
+        :param question_tree: build the question tree (question nodes, embedded). None (default): only with a
+            ``chat_generator``, i.e. with LLM-written questions; True: also with template questions; False: never.
+            Template questions were measured to add no retrieval quality on unseen filings and on the analyst set
+            (see the README's measurements) while their embedding is most of the trees' indexing cost, so without a
+            model the default index has the summary tree only; DualTreeRetriever then walks that tree alone.
         """
         validate_tree_params(reducer, max_cluster_size, soft_threshold)
         if max_summary_words < 10:
@@ -178,15 +185,23 @@ class TreeBuilder:
         self.lexicon_path = lexicon_path
         self.random_state = random_state
         self.progress_bar = progress_bar
+        self.question_tree = question_tree
         self._lexicon: Lexicon | None = None
         self._warm = False
+
+    @property
+    def builds_question_tree(self) -> bool:
+        """Whether question nodes are made (see ``question_tree``)."""
+        return self.chat_generator is not None if self.question_tree is None else bool(self.question_tree)
 
     def warm_up(self) -> None:
         """Load the lexicon and warm up the embedder and chat generator (Pipeline does not warm nested components)."""
         if self._warm:
             return
         self._lexicon = Lexicon.load(self.lexicon_path)
-        for nested in (self.embedder, self.chat_generator):
+        # The embedder is only needed for question nodes (and summaries when embedded): no model load otherwise.
+        needs_embedder = self.builds_question_tree or self.embed_summaries
+        for nested in (self.embedder if needs_embedder else None, self.chat_generator):
             if nested is not None and hasattr(nested, "warm_up"):
                 nested.warm_up()
         self._warm = True
@@ -206,6 +221,7 @@ class TreeBuilder:
             lexicon_path=self.lexicon_path,
             random_state=self.random_state,
             progress_bar=self.progress_bar,
+            question_tree=self.question_tree,
         )
 
     @classmethod
@@ -292,13 +308,15 @@ class TreeBuilder:
             }
         )
 
+        with_questions = self.builds_question_tree
+        kinds = [("s", "q", NodeType.SUMMARY)] + ([("q", "s", NodeType.QUESTION)] if with_questions else [])
         nodes: list[Document] = []
         for node in topology.nodes():
             bottom = node.level == topology.bottom_level
             parent = None if node.parent is None else topology.levels[node.level - 1][node.parent]
             leaf_ids = [chunks[leaf].id for leaf in node.leaves]
             summary_text, questions, sources = texts[(node.level, node.index)]
-            for kind, twin_kind, node_type in (("s", "q", NodeType.SUMMARY), ("q", "s", NodeType.QUESTION)):
+            for kind, twin_kind, node_type in kinds:
                 if bottom:
                     children = [chunks[leaf].id for leaf in node.children]
                 else:
@@ -310,7 +328,7 @@ class TreeBuilder:
                     schema.TREE_PARENT_ID: node_id(parent, kind) if parent is not None else None,
                     schema.TREE_CHILDREN_IDS: children,
                     TREE_BLOCK_SIZE: sum(leaves.tokens[leaf] for leaf in node.leaves),
-                    TWIN_ID: node_id(node, twin_kind),
+                    TWIN_ID: node_id(node, twin_kind) if with_questions else None,
                     LEAF_IDS: leaf_ids,
                     schema.PAGE_NUMBERS: sorted({p for leaf in node.leaves for p in leaves.pages[leaf]}),
                     GENERATED_BY: sources[0] if kind == "s" else sources[1],
@@ -354,14 +372,18 @@ class TreeBuilder:
                     row_labels=labels,
                     max_words=self.max_summary_words,
                 )
-                questions = template_questions(
-                    [chunks[leaf].content or "" for leaf in members],
-                    [leaves.section_paths[leaf] for leaf in members],
-                    labels,
-                    terms,
-                    periods,
-                    max_questions=self.max_questions,
-                    metrics=metric_terms(concepts, self._lexicon) if self._lexicon else [],
+                questions = (
+                    template_questions(
+                        [chunks[leaf].content or "" for leaf in members],
+                        [leaves.section_paths[leaf] for leaf in members],
+                        labels,
+                        terms,
+                        periods,
+                        max_questions=self.max_questions,
+                        metrics=metric_terms(concepts, self._lexicon) if self._lexicon else [],
+                    )
+                    if self.builds_question_tree
+                    else []
                 )
                 sources = ("extractive", "template")
                 if self.chat_generator is not None:

@@ -17,6 +17,7 @@ from haystack_fin.core.retrieval.passage_scoring import (
     score_passages,
 )
 from haystack_fin.core.retrieval.question_analysis import analysis_for
+from haystack_fin.core.retrieval.sections import question_sections, sections_in_query
 from haystack_fin.core.retrieval.two_stage_selection import BUDGET_K, RERANK, GroupKey, group_budgets, two_stage_select
 from haystack_fin.core.schema import Modality
 from haystack_fin.core.statements import statements_in_query
@@ -163,7 +164,7 @@ class TwoStageRanker:
         """Load the lexicon (fallback scorer) or the cross-encoder (``model`` set); idempotent (Pipeline calls it
         on every run)."""
         if self.model is None:
-            if self._lexicon is None and self._weights.statement > 0:
+            if self._lexicon is None and (self._weights.statement > 0 or self._weights.section > 0):
                 self._lexicon = Lexicon.load(self.lexicon_path)
             return
         if self._cross_encoder is not None:
@@ -209,6 +210,7 @@ class TwoStageRanker:
             is_table=doc.meta.get(schema.MODALITY) == Modality.TABLE.value,
             table_labels=_table_labels(doc),
             statement=doc.meta.get(schema.STATEMENT),
+            section_path=tuple(str(h) for h in doc.meta.get(schema.SECTION_PATH) or ()),
         )
 
     def _cross_encoder_scores(self, query: str, docs: list[Document]) -> list[float]:
@@ -263,8 +265,18 @@ class TwoStageRanker:
             if analysed is not None:
                 # Without a statement weight the lexicon is never loaded and no statement is looked for.
                 statements = dict(analysed.statements) if self._weights.statement > 0 else {}
+                sections = question_sections(analysed.clusters) if self._weights.section > 0 else {}
             else:
-                statements = statements_in_query(query, self._lexicon) if self._lexicon is not None else {}
+                statements = (
+                    statements_in_query(query, self._lexicon)
+                    if self._lexicon is not None and self._weights.statement > 0
+                    else {}
+                )
+                sections = (
+                    sections_in_query(query, self._lexicon)
+                    if self._lexicon is not None and self._weights.section > 0
+                    else {}
+                )
             passages = [self._passage(d) for d in unique]
             fallback = score_passages(
                 query,
@@ -275,6 +287,7 @@ class TwoStageRanker:
                 _company_phrases(unique),
                 query_terms=analysed.content_terms if analysed is not None else None,
                 wants_number=analysed.asks_for_number if analysed is not None else None,
+                sections=sections,
             )
             scores = [s.score for s in fallback]
             trace["fallback"] = {
@@ -282,6 +295,7 @@ class TwoStageRanker:
                 "n_with_dense": sum(s.dense is not None for s in fallback),
                 "table_prior_used": any(s.table is not None for s in fallback),
                 "statements": statements,
+                "sections": sections,
             }
         else:
             scores = self._cross_encoder_scores(query, unique)

@@ -158,7 +158,11 @@ class TermCluster:
     matching normalizes them. ``items`` is a prior over where the concept is reported, per form:
     ``{"10-K": ["7", "8"], "10-Q": ["I-2", "I-1"]}``, most typical Item first (codes: see the lexicon header).
     ``statements`` names the primary statements a derived metric is computed from (a ratio's inputs), as
-    statement cluster ids ("income_statement", "balance_sheet", "cash_flow_statement", ...).
+    statement cluster ids ("income_statement", "balance_sheet", "cash_flow_statement", ...). ``sections`` are the
+    headings under which filings report the concept (note titles such as "income taxes", MD&A subsections such as
+    "liquidity and capital resources", the cover page's "securities registered pursuant to section 12(b)"):
+    retrieval adds the chunks under such a heading to the candidates and the ranker gives them a prior
+    (``haystack_fin.core.retrieval.sections``).
     """
 
     id: str
@@ -168,6 +172,7 @@ class TermCluster:
     items: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     definition: str = ""
     statements: tuple[str, ...] = ()
+    sections: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "name": self.name, "category": self.category, "terms": list(self.terms)}
@@ -177,6 +182,8 @@ class TermCluster:
             data["definition"] = self.definition
         if self.statements:
             data["statements"] = list(self.statements)
+        if self.sections:
+            data["sections"] = list(self.sections)
         return data
 
     @classmethod
@@ -193,6 +200,9 @@ class TermCluster:
         statements = data.get("statements") or ()
         if isinstance(statements, str) or not all(isinstance(x, str) for x in statements):
             raise ValueError(f"Cluster {data['id']!r}: 'statements' must be a list of statement cluster ids.")
+        sections = data.get("sections") or ()
+        if isinstance(sections, str) or not all(isinstance(x, str) and x.strip() for x in sections):
+            raise ValueError(f"Cluster {data['id']!r}: 'sections' must be a list of non-empty heading titles.")
         return cls(
             id=str(data["id"]),
             name=str(data.get("name") or (terms[0] if terms else data["id"])),
@@ -201,6 +211,7 @@ class TermCluster:
             items={str(form): tuple(str(code) for code in codes) for form, codes in items.items()},
             definition=str(data.get("definition", "")),
             statements=tuple(statements),
+            sections=tuple(sections),
         )
 
 

@@ -70,6 +70,12 @@ OCR = "ocr"
 OCR_CONFIDENCE = "ocr_confidence"
 OCR_SUSPECT_NUMBERS = "ocr_suspect_numbers"
 OCR_SUSPECT_CELLS = "ocr_suspect_cells"
+# The filing graph (core/graph/, issue 11): a chunk's entities and outgoing edges as JSON (``graph.build``), the
+# extractor version that wrote them (stale versions are recomputed), and the query-time path that pulled a passage in.
+GRAPH_ENTITIES = "graph_entities"
+GRAPH_EDGES = "graph_edges"
+GRAPH_VERSION = "graph_version"
+GRAPH = "graph"  # GraphExpander: {"score", "hops", "path": [edges], "anchors", "reason"}
 N_PAGES = "n_pages"
 ITEMS = "items"
 N_CHUNKS_BY_MODALITY = "n_chunks_by_modality"
@@ -142,6 +148,17 @@ def filing_node_id(filing_id: str) -> str:
 def table_id(filing_id: str, number: int) -> str:
     """``"<filing_id>#table-0003"``: the filing's ``number``-th table (shared by all blocks of that table)."""
     return f"{filing_id}#table-{number:04d}"
+
+
+def fact_node_id(filing_id: str, chunk_index: int, row: int, col: int) -> str:
+    """``"<filing_id>#fact-00012-r03-c2"``: the graph node of cell (row, col) of table block chunk ``chunk_index``
+    (row indexes ``meta["table"]["rows"]``). Graph-only: facts are not stored as index nodes."""
+    return f"{filing_id}#fact-{chunk_index:05d}-r{row:02d}-c{col}"
+
+
+def entity_node_id(filing_id: str, item: str, key: str) -> str:
+    """``"<filing_id>#entity-<item>-<key>"``: the graph node of an entity scoped to one Item (graph-only)."""
+    return f"{filing_id}#entity-{item}-{key}"
 
 
 def tree_node_id(filing_id: str, item: str, kind: str, level: int, index: int) -> str:
@@ -297,12 +314,18 @@ class StatementTrace(TypedDict, total=False):
     added: list[str]  # ids of the statement blocks added to the candidates
 
 
+class SectionTrace(TypedDict, total=False):
+    asked: dict[str, str]  # normalized heading title -> the lexicon cluster it comes from
+    added: list[str]  # ids of the chunks under those headings added to the candidates
+
+
 class RetrieverTrace(TypedDict):
     """DualTreeRetriever ``trace``: per-Item searches (``TreeSearchResult.trace()`` plus ``k``), statement blocks,
-    cache use (hits/loaded/stale, load seconds) and wall time."""
+    section chunks, cache use (hits/loaded/stale, load seconds) and wall time."""
 
     items: list[dict[str, Any]]
     statements: StatementTrace
+    sections: SectionTrace
     cache: dict[str, Any]
     seconds: float
 

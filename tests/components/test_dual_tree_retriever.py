@@ -186,6 +186,35 @@ class TestDualTreeRetriever:
         )
         assert all(d.meta["item"] == "7" for d in other["documents"])
 
+    def test_chunks_under_the_questions_headings_join_the_candidates(self, store):
+        # Three of ACME's Item 1A chunks sit under an income-tax note; the budgets only name Item 7.
+        docs = store.filter_documents({"field": "meta.item", "operator": "==", "value": "1A"})
+        under = {chunk_id(ACME, "1A", j) for j in (3, 7, 12)}
+        for d in docs:
+            if d.id in under:
+                d.meta["section_path"] = ["Item 1A. Risk Factors", "NOTE 14: INCOME TAXES"]
+        store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE)
+        budgets = [{"filing_id": ACME, "item": "7", "k": 2}]
+        question = "How did the effective tax rate change?"
+        retriever = DualTreeRetriever(document_store=store, section_candidates=2)
+        out = retriever.run(query=question, query_embedding=one_hot(7), budgets=budgets)
+        added = [d for d in out["documents"] if d.meta["retrieval"]["mode"] == "section"]
+        # The two closest to the question by cosine (chunk 7 is the query's direction), ties by id.
+        assert [d.id for d in added] == [chunk_id(ACME, "1A", 7), chunk_id(ACME, "1A", 3)]
+        assert added[0].meta["retrieval"]["section"] == "income tax"
+        assert added[0].meta["retrieval"]["cluster"] == "effective_tax_rate"
+        assert added[0].meta["budget_k"] == 1 and added[0].embedding is not None
+        assert out["trace"]["sections"]["added"] == [d.id for d in added]
+        assert out["trace"]["sections"]["asked"]["income tax"] == "effective_tax_rate"
+        off = DualTreeRetriever(document_store=store, section_candidates=0).run(
+            query=question, query_embedding=one_hot(7), budgets=budgets
+        )
+        assert all(d.meta["item"] == "7" for d in off["documents"]) and off["trace"]["sections"] == {}
+        other = retriever.run(query="What was revenue?", query_embedding=one_hot(7), budgets=budgets)
+        assert all(d.meta["item"] == "7" for d in other["documents"])
+        with pytest.raises(ValueError, match="section_candidates"):
+            DualTreeRetriever(document_store=store, section_candidates=-1)
+
     def test_input_documents_not_mutated(self, store):
         before = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "7", 5)})[0]
         DualTreeRetriever(document_store=store).run(
@@ -390,7 +419,8 @@ class TestDualTreeRetriever:
     [
         "What were capital expenditures in the cash flow statement?",  # named statement: blocks join
         "How large was capex?",  # implied statement
-        "What about litigation?",  # no statement
+        "What about litigation?",  # no statement; headings of the contingencies note
+        "How did the effective tax rate change?",  # headings of the income-tax note
     ],
 )
 def test_same_candidates_with_the_query_analyzers_analysis(store, monkeypatch, question):
@@ -399,14 +429,19 @@ def test_same_candidates_with_the_query_analyzers_analysis(store, monkeypatch, q
 
     tagged = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "1A", 9)})[0]
     tagged.meta["statement"] = "cash_flow_statement"
-    store.write_documents([tagged], policy=DuplicatePolicy.OVERWRITE)
+    noted = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "1A", 4)})[0]
+    noted.meta["section_path"] = ["Item 8", "NOTE 9: INCOME TAXES"]
+    legal = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "1A", 12)})[0]
+    legal.meta["section_path"] = ["Item 8", "NOTE 11: COMMITMENTS AND CONTINGENCIES"]
+    store.write_documents([tagged, noted, legal], policy=DuplicatePolicy.OVERWRITE)
     budgets = [{"filing_id": ACME, "item": "7", "k": 2}]
 
     def run(**extra):
         out = DualTreeRetriever(document_store=store).run(
             query=question, query_embedding=one_hot(1), budgets=budgets, **extra
         )
-        return [(d.id, d.score, d.meta["retrieval"]) for d in out["documents"]], out["trace"]["statements"]
+        trace = out["trace"]
+        return [(d.id, d.score, d.meta["retrieval"]) for d in out["documents"]], trace["statements"], trace["sections"]
 
     alone = run()
     analysis = QueryAnalyzer().run(query=question)["analysis"]
@@ -415,4 +450,5 @@ def test_same_candidates_with_the_query_analyzers_analysis(store, monkeypatch, q
         raise AssertionError("the question was analysed again")
 
     monkeypatch.setattr(dual_tree_retriever, "statements_in_query", not_again)
+    monkeypatch.setattr(dual_tree_retriever, "sections_in_query", not_again)
     assert run(analysis=analysis) == alone

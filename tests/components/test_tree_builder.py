@@ -76,6 +76,7 @@ def make_chunks(filing_id: str = "acme-10k-2015", items: dict[str, int] | None =
 def builder(**kwargs) -> TreeBuilder:
     kwargs.setdefault("embedder", MockDocumentEmbedder(dimension=DIM))
     kwargs.setdefault("reducer", "pca")
+    kwargs.setdefault("question_tree", True)  # the dual-tree structure; the default without a model is tested below
     return TreeBuilder(**kwargs)
 
 
@@ -376,12 +377,31 @@ class _CountingEmbedder:
 
 def test_question_nodes_embedded_in_one_call():
     embedder = _CountingEmbedder()
-    TreeBuilder(embedder=embedder, reducer="pca").run(documents=make_chunks())
+    TreeBuilder(embedder=embedder, reducer="pca", question_tree=True).run(documents=make_chunks())
     assert embedder.calls == 1
+
+
+def test_without_a_model_the_default_builds_the_summary_tree_only():
+    embedder = _CountingEmbedder()
+    tb = TreeBuilder(embedder=embedder, reducer="pca")
+    assert tb.question_tree is None and not tb.builds_question_tree
+    result = tb.run(documents=make_chunks())
+    assert embedder.calls == 0  # nothing to embed: summaries are searched with BM25
+    summaries = tree_nodes(result["documents"], "summary")
+    assert summaries and not tree_nodes(result["documents"], "question")
+    assert all(node.meta["twin_id"] is None and node.embedding is None for node in summaries)
+    # the same topology as with the question tree: the summary tree does not depend on it
+    full = builder(embedder=MockDocumentEmbedder(dimension=DIM)).run(documents=make_chunks())
+    assert [(n.id, n.meta["__children_ids"]) for n in summaries] == [
+        (n.id, n.meta["__children_ids"]) for n in tree_nodes(full["documents"], "summary")
+    ]
+    # with a chat generator the questions are the LLM's, and the tree is built
+    assert TreeBuilder(embedder=embedder, chat_generator=object()).builds_question_tree
+    assert not TreeBuilder(embedder=embedder, chat_generator=object(), question_tree=False).builds_question_tree
 
 
 @pytest.mark.integration
 def test_default_embedder_embeds_question_nodes():
-    result = TreeBuilder(reducer="pca").run(documents=make_chunks(items={"7": 12}))
+    result = TreeBuilder(reducer="pca", question_tree=True).run(documents=make_chunks(items={"7": 12}))
     questions = tree_nodes(result["documents"], "question")
     assert questions and all(len(q.embedding) == 384 for q in questions)

@@ -126,6 +126,18 @@ class TestItemWeights:
         assert eligible_items(["cover", "1"], {"cover": 1, "1": 0}) == ["cover"]
         assert eligible_items(["cover", "1"], None) == ["1"]
 
+    def test_cover_when_a_question_concept_is_reported_there(self):
+        # The registered securities are listed on the cover page: a prior on "cover" lets it compete on counts.
+        counts = {**COUNTS, "cover": {**COUNTS["cover"], "registered_securities": 3}, "5": {"registered_securities": 1}}
+        chunks = {**CHUNKS, "5": 4}
+        totals = {**TOTALS, "5": 50}
+        priors = {"cover": 1.0, "5": 0.5}
+        weights = item_weights(["registered_securities"], counts, totals, item_priors=priors, n_chunks=chunks)
+        assert weights["cover"] > weights["5"] > 0
+        assert eligible_items(["cover", "1"], {"cover": 1, "1": 1}, cover=True) == ["cover", "1"]
+        # Without the prior the cover stays out even though it mentions the concept.
+        assert item_weights(["registered_securities"], counts, totals, n_chunks=chunks)["cover"] == 0.0
+
     def test_without_chunk_counts_items_come_from_the_counts(self):
         weights = item_weights(["capex"], {"7": {"capex": 1}, "8": {"capex": 3}}, {"7": 10, "8": 10})
         assert weights == pytest.approx({"7": 0.25, "8": 0.75})

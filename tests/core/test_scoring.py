@@ -191,6 +191,19 @@ class TestScorePassages:
         off = score_passages(q, [cash_flow], statements=asked, weights=FallbackWeights(statement=0.0))
         assert off[0].statement is None
 
+    def test_section_prior_lifts_passages_under_the_questions_headings(self) -> None:
+        q = "How did the effective tax rate change from 2021 to 2022?"
+        text = "The effective tax rate was 21.0% in 2022 and 19.5% in 2021."
+        in_note = Passage(text, section_path=("Item 8. Financial Statements", "NOTE 14: INCOME TAXES"))
+        in_mdna = Passage(text, section_path=("Item 7. MD&A", "Liquidity"))
+        asked = {"income tax": "effective_tax_rate"}
+        scored = score_passages(q, [in_note, in_mdna], sections=asked)
+        assert [s.section for s in scored] == [1.0, 0.0]
+        assert scored[0].score > scored[1].score
+        assert score_passages(q, [in_note])[0].section is None
+        off = score_passages(q, [in_note], sections=asked, weights=FallbackWeights(section=0.0))
+        assert off[0].section is None
+
 
 class TestBudgets:
     def test_even_split_rounds_up(self) -> None:

@@ -12,8 +12,10 @@ it. The counts come from the filing node, written at indexing time with ``Lexico
 
 Routing rules (each is a choice; the reasons are next to the code):
 - Items without chunks get weight 0 (nothing to retrieve there); the "cover" section (cover page and table of
-  contents) is routed to only when a filing has no other Item with chunks: its text lists every Item title, so it
-  mentions many concepts without reporting any of them.
+  contents) is routed to only when a filing has no other Item with chunks, or when one of the question's clusters
+  names "cover" in its Item prior for the filing's form (the securities registered under Section 12(b), shares
+  outstanding, filer status are reported there and nowhere else): its text lists every Item title, so it mentions
+  many concepts without reporting any of them.
 - ``smoothing`` adds a pseudo-count to every Item's total ``T_i`` (default 10). FinGEAR's plain ratio (smoothing 0)
   lets a two-line Item ("Item 1B. Unresolved Staff Comments: None") with one incidental mention outrank the
   financial statements; 10 is about the term count of such placeholder Items (title plus "None" / "Not
@@ -151,10 +153,12 @@ def _item_order(
     return list(order)
 
 
-def eligible_items(items: Sequence[str], n_chunks: Mapping[str, int] | None = None) -> list[str]:
-    """Items that can receive budget: with chunks (all, when chunk counts are unknown), the cover section only
-    when nothing else qualifies."""
+def eligible_items(items: Sequence[str], n_chunks: Mapping[str, int] | None = None, cover: bool = False) -> list[str]:
+    """Items that can receive budget: with chunks (all, when chunk counts are unknown); the cover section when
+    ``cover`` (the question's concepts are reported on the cover page) or when nothing else qualifies."""
     with_chunks = [item for item in items if n_chunks is None or n_chunks.get(item, 0) > 0]
+    if cover:
+        return with_chunks
     without_cover = [item for item in with_chunks if item != COVER_CODE]
     return without_cover or with_chunks
 
@@ -179,7 +183,8 @@ def score_items(
     validate_weighting(mode, temperature, smoothing)
     clusters = cluster_ids(query_clusters)
     items = _item_order(item_term_counts, item_term_totals, n_chunks)
-    eligible = eligible_items(items, n_chunks)
+    # The cover is routed to when a concept of the question is reported there (its Item prior names it).
+    eligible = eligible_items(items, n_chunks, cover=bool(item_priors and item_priors.get(COVER_CODE, 0.0) > 0))
     if not eligible:
         return ItemWeighting({item: 0.0 for item in items}, BASIS_UNIFORM)
     if mode == "uniform":
@@ -249,7 +254,8 @@ def item_weights(
         "softmax": softmax of the relative scores (scaled by the best one) with ``temperature``.
     :param temperature: softmax temperature (> 0); other modes ignore it.
     :param smoothing: pseudo-count added to every Item's total (>= 0; 0 = the paper's plain ratio).
-    :param item_priors: ``{item: prior weight}`` used only when the counts carry no signal (see the module notes).
+    :param item_priors: ``{item: prior weight}`` used when the counts carry no signal, and a prior on "cover" lets the
+        cover section in (see the module notes).
     :param n_chunks: ``{item: number of chunks}``; Items with none get 0. Its key order is the Item order.
     :param idf: weight each cluster by ``log(1 + N / df)`` over the eligible Items.
     """

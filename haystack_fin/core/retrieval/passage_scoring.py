@@ -24,6 +24,10 @@ signals that are each normalized to [0, 1]:
   at indexing from the table's title), the question's weight for it (1.0 named, 0.5 implied); 0 for other
   passages. The statements are where FinanceBench-style metric questions are answered, and their pages are the
   ones dense retrieval misses most.
+* ``section``: a prior used only when the question's lexicon concepts name the headings they are reported under
+  (``TermCluster.sections``, matched by ``haystack_fin.core.retrieval.sections.section_match``): 1.0 for a passage
+  under such a heading (its ``section_path``), 0 for the others. A note title ("Income Taxes", "Acquisitions") or
+  an MD&A subsection says where an analyst reads the answer more surely than the words of a passage do.
 
 Why this shape: convex combination of per-signal scores, each scaled by its theoretical minimum (0) and the
 observed maximum of the result set, is the fusion Bruch, Gai and Ingber ("An Analysis of Fusion Functions for
@@ -46,6 +50,7 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 
 from haystack_fin.core.lexicon import normalize_term
+from haystack_fin.core.retrieval.sections import section_match
 
 # ---------------------------------------------------------------------------------------------------------------
 # Terms
@@ -138,13 +143,15 @@ class FallbackWeights:
     0.6-0.8 with table 0.15-0.5 all lie within 0.05 hit@5 of each other, so these are a plateau, not a tuned peak;
     the table prior is the one large effect (+0.10 hit@5, mostly on metric questions). Adding the chunk's context
     line to the BM25 text did not help (``meta_fields_to_embed`` stays opt-in). ``statement`` was set equal to
-    ``table`` before it was measured (results in the README).
+    ``table`` before it was measured (results in the README), and ``section`` equal to ``statement`` before it was
+    measured.
     """
 
     dense: float = 0.7
     lexical: float = 0.3
     table: float = 0.3
     statement: float = 0.3
+    section: float = 0.3
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -175,7 +182,8 @@ class Passage:
 
     ``text`` is what BM25 indexes (content, optionally with a context line); ``table_labels`` are a table's row
     labels and column headers (empty: the table's ``text`` is used instead); ``statement`` is the primary
-    statement a table block belongs to, if any.
+    statement a table block belongs to, if any; ``section_path`` the headings above the passage, the Item's title
+    first.
     """
 
     text: str
@@ -183,6 +191,7 @@ class Passage:
     is_table: bool = False
     table_labels: Sequence[str] = ()
     statement: str | None = None
+    section_path: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -194,6 +203,7 @@ class PassageScore:
     lexical: float | None
     table: float | None
     statement: float | None = None
+    section: float | None = None
 
     def to_dict(self) -> dict[str, float | None]:
         return asdict(self)
@@ -285,6 +295,7 @@ def score_passages(
     ignore_phrases: Sequence[Sequence[str]] = (),
     query_terms: Sequence[str] | None = None,
     wants_number: bool | None = None,
+    sections: Mapping[str, str] | None = None,
 ) -> list[PassageScore]:
     """Fallback relevance of each passage to ``query`` in [0, 1], aligned with ``passages`` (see module docstring).
 
@@ -293,6 +304,9 @@ def score_passages(
     the query's terms wherever they occur in sequence (``drop_phrases``): the names of the filings' companies say
     which filing is meant (FilingScope's job) but not where in it the answer is, and "Best Buy" in a Best Buy
     question otherwise favours the tables whose rows are labelled "Best Buy".
+
+    ``sections`` are the question's heading titles (``sections.question_sections``); empty or None leaves the
+    section signal out.
 
     ``query_terms`` (``content_terms(query)``) and ``wants_number`` (``asks_for_number(query)``) may be passed when
     the question was analysed once upstream (a QueryAnalyzer); None computes them from ``query``.
@@ -308,6 +322,7 @@ def score_passages(
     use_lexical = weights.lexical > 0 and bool(q_terms)
     use_table = weights.table > 0 and bool(q_terms) and number
     use_statement = weights.statement > 0 and bool(statements)
+    use_section = weights.section > 0 and bool(sections)
 
     lexical = lexical_scores(q_terms, [content_terms(p.text) for p in passages]) if use_lexical else None
     dense = (
@@ -328,7 +343,12 @@ def score_passages(
         stm = (statements or {}).get(passage.statement or "", 0.0) if use_statement else None
         if stm is not None:
             parts.append((weights.statement, stm))
+        sec = (1.0 if section_match(passage.section_path, sections or {}) else 0.0) if use_section else None
+        if sec is not None:
+            parts.append((weights.section, sec))
         total = sum(w for w, _ in parts)
         score = sum(w * x for w, x in parts) / total if total > 0 else 0.0
-        results.append(PassageScore(score=min(max(score, 0.0), 1.0), dense=d, lexical=lex, table=tab, statement=stm))
+        results.append(
+            PassageScore(score=min(max(score, 0.0), 1.0), dense=d, lexical=lex, table=tab, statement=stm, section=sec)
+        )
     return results

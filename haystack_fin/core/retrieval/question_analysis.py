@@ -128,6 +128,7 @@ def analyze_question(question: str, lexicon: Lexicon) -> QuestionAnalysis:
     for cluster_id in cluster_ids(terms):
         full = lexicon.cluster(cluster_id)
         # The definition and the unmatched synonyms stay out: nothing downstream reads them from the analysis.
+        # The section titles go along: the retriever and the ranker look chunks' headings up in them.
         clusters.append(
             TermCluster(
                 id=full.id,
@@ -136,6 +137,7 @@ def analyze_question(question: str, lexicon: Lexicon) -> QuestionAnalysis:
                 terms=tuple(matched[cluster_id]),
                 items=full.items,
                 statements=full.statements,
+                sections=full.sections,
             )
         )
     return QuestionAnalysis(
