@@ -13,7 +13,8 @@ logger = logging.getLogger(__name__)
 _CHUNKS = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.CHUNK.value}
 
 
-def _nearest(store: Any, query_embedding: list[float], top_k: int) -> list[Document]:
+def nearest_chunks(store: Any, query_embedding: list[float], top_k: int) -> list[Document]:
+    """The ``top_k`` chunks nearest to ``query_embedding`` in the whole store."""
     # Document stores name their vector search differently; this covers Qdrant (local, server, Edge) and InMemory.
     if hasattr(store, "_query_by_embedding"):
         return store._query_by_embedding(query_embedding=query_embedding, filters=_CHUNKS, top_k=top_k)
@@ -85,7 +86,7 @@ class DenseFilingScope(SharedStoreClient):
             ids, reason = list(dict.fromkeys(filing_ids)), "explicit filing ids"
         else:
             self.warm_up()
-            hits = _nearest(self._store, query_embedding, self.top_k)
+            hits = nearest_chunks(self._store, query_embedding, self.top_k)
             first_rank: dict[str, int] = {}
             for rank, doc in enumerate(hits):
                 fid = doc.meta.get(schema.FILING_ID)

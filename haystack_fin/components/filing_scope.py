@@ -3,9 +3,10 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.document_stores.types import DocumentStore
 
+from haystack_fin.components.dense_filing_scope import nearest_chunks
 from haystack_fin.core import schema
 from haystack_fin.core.retrieval.companies import CompanyIndex
-from haystack_fin.core.retrieval.filing_ranking import FilingProfile, resolve_scope
+from haystack_fin.core.retrieval.filing_ranking import FilingProfile, bound_unscoped, resolve_scope
 from haystack_fin.core.retrieval.question_analysis import analysis_for
 from haystack_fin.core.schema import NodeType
 from haystack_fin.store_registry import SharedStoreClient
@@ -28,9 +29,11 @@ class FilingScope(SharedStoreClient):
 
     Outputs the ranked ``filing_ids``, a Haystack ``filters`` dict on ``meta.filing_id`` for any retriever, and a
     JSON-serializable ``scope`` explanation. A question naming no indexed company is unscoped: every filing id is
-    returned (never an empty scope) and ``scope["reason"]`` says why. Works with any Haystack document store that
-    implements ``filter_documents`` (Qdrant, InMemory, ...); profiles are read once and cached, ``refresh=True``
-    re-reads them after indexing.
+    returned (never an empty scope) and ``scope["reason"]`` says why; in an index of more than
+    ``unscoped_max_filings`` filings, only that many are returned, those of the question's nearest chunks first
+    (given ``query_embedding``), so such a question does not search the whole index. Works with any Haystack
+    document store that implements ``filter_documents`` (Qdrant, InMemory, ...); profiles are read once and cached,
+    ``refresh=True`` re-reads them after indexing.
 
     Usage example:
     ```python
@@ -53,16 +56,29 @@ class FilingScope(SharedStoreClient):
     """
 
     def __init__(
-        self, document_store: DocumentStore, max_filings: int = 3, aliases: dict[str, list[str]] | None = None
+        self,
+        document_store: DocumentStore,
+        max_filings: int = 3,
+        aliases: dict[str, list[str]] | None = None,
+        unscoped_max_filings: int | None = 10,
     ) -> None:
         """
         :param document_store: the store holding the ``filing`` nodes (and the chunks the filters select).
         :param max_filings: at most this many filings when the question names a company.
+        :param unscoped_max_filings: at most this many filings when the question names none (None: every filing).
+            Chosen by a vector search for the question over all chunks when ``run`` gets ``query_embedding``,
+            else by period and form alone.
         :param aliases: extra names per company, keyed by the company's name, ticker or one of its filing ids,
             e.g. ``{"THE COCA-COLA COMPANY": ["coke"]}``.
         """
         if not isinstance(max_filings, int) or max_filings < 1:
             raise ValueError(f"max_filings must be a positive integer, got {max_filings!r}")
+        if unscoped_max_filings is not None and (
+            isinstance(unscoped_max_filings, bool)
+            or not isinstance(unscoped_max_filings, int)
+            or unscoped_max_filings < 1
+        ):
+            raise ValueError(f"unscoped_max_filings must be a positive integer or None, got {unscoped_max_filings!r}")
         if aliases is not None and not all(
             isinstance(k, str) and isinstance(v, list) and all(isinstance(a, str) for a in v)
             for k, v in aliases.items()
@@ -71,6 +87,7 @@ class FilingScope(SharedStoreClient):
         self.document_store = document_store
         self.max_filings = max_filings
         self.aliases = aliases
+        self.unscoped_max_filings = unscoped_max_filings
         self._store: Any = None
         self._profiles: list[FilingProfile] | None = None
         self._index: CompanyIndex | None = None
@@ -82,6 +99,7 @@ class FilingScope(SharedStoreClient):
             document_store=self.document_store,
             max_filings=self.max_filings,
             aliases=self.aliases,
+            unscoped_max_filings=self.unscoped_max_filings,
         )
 
     @classmethod
@@ -121,6 +139,7 @@ class FilingScope(SharedStoreClient):
         filing_ids: list[str] | None = None,
         refresh: bool = False,
         analysis: dict[str, Any] | None = None,
+        query_embedding: list[float] | None = None,
     ) -> dict[str, Any]:
         """
         Decide which filings ``query`` is about.
@@ -130,6 +149,8 @@ class FilingScope(SharedStoreClient):
         :param refresh: re-read the filing profiles from the store before deciding.
         :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its periods, dates, form hints and 8-K topics
             are used instead of reading the question again (the company is still found against the index).
+        :param query_embedding: the question's vector; an unscoped question in a large index is bounded to the
+            filings of its nearest chunks (see ``unscoped_max_filings``).
         :returns: ``filing_ids``: the filings in scope, best first (every filing when unscoped); ``filters``: a
             Haystack filter ``{"field": "meta.filing_id", "operator": "in", "value": filing_ids}`` (``{}``, i.e. no
             restriction, when the store holds no filing nodes); ``scope``: the JSON-serializable explanation (reason,
@@ -149,6 +170,16 @@ class FilingScope(SharedStoreClient):
             question_scope=analysed.question_scope if analysed is not None else None,
             event_topics=analysed.event_topics if analysed is not None else None,
         )
+        limit = self.unscoped_max_filings
+        if limit is not None and not decision.scoped and len(decision.filing_ids) > limit:
+            nearest: list[str] = []
+            if query_embedding:
+                # Ten chunks per filing kept is enough votes to rank them; Edge answers a global k-NN in ~16 ms.
+                hits = nearest_chunks(self._store, query_embedding, 10 * limit)
+                nearest = [str(d.meta[schema.FILING_ID]) for d in hits if d.meta.get(schema.FILING_ID)]
+                votes = {f: nearest.count(f) for f in nearest}
+                nearest = sorted(dict.fromkeys(nearest), key=lambda f: -votes[f])
+            decision = bound_unscoped(decision, nearest, limit)
         ids = decision.filing_ids
         filters = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(ids)} if ids else {}
         logger.debug(

@@ -156,7 +156,10 @@ class TestFilingScope:
         assert result["scope"]["reason"].startswith("explicit filing filter")
 
     def test_run_unscoped_returns_every_filing(self, store):
-        result = FilingScope(document_store=store).run(query="What is the quick ratio in FY2022?")
+        question = "What is the quick ratio in FY2022?"
+        # the default bounds it (10 of the 22 filings here, by period and form without a vector)
+        assert len(FilingScope(document_store=store).run(query=question)["filing_ids"]) == 10
+        result = FilingScope(document_store=store, unscoped_max_filings=None).run(query=question)
         assert set(result["filing_ids"]) == ALL_IDS
         assert set(result["filters"]["value"]) == ALL_IDS
         assert result["scope"]["scoped"] is False
@@ -242,3 +245,36 @@ def test_same_scope_with_the_query_analyzers_analysis(store, monkeypatch, questi
     monkeypatch.setattr(filing_ranking, "parse_question_scope", not_again)
     monkeypatch.setattr(filing_ranking, "question_event_topics", not_again)
     assert scope.run(query=question, analysis=analysis) == alone
+
+
+def test_an_unscoped_question_in_a_large_index_is_bounded_by_its_nearest_chunks():
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    store = InMemoryDocumentStore()
+    docs = []
+    for n in range(12):
+        fid = f"CO{n}_2022_10K"
+        meta = {"node_type": "filing", "filing_id": fid, "company": f"Company {n} Inc.", "form": "10-K"}
+        docs.append(Document(id=f"{fid}#filing", content="", meta={**meta, "fiscal_year": 2022, "period": "FY2022"}))
+        vector = [1.0 if i == n else 0.0 for i in range(12)]
+        docs.append(
+            Document(
+                id=f"{fid}#chunk-00000", content="text", embedding=vector, meta={"node_type": "chunk", "filing_id": fid}
+            )
+        )
+    store.write_documents(docs)
+    question = "Which filer reported the largest goodwill impairment?"
+    unbounded = FilingScope(document_store=store, unscoped_max_filings=None).run(query=question)
+    assert len(unbounded["filing_ids"]) == 12
+    scope = FilingScope(document_store=store, unscoped_max_filings=3)
+    near = [0.0] * 12
+    near[7], near[2] = 1.0, 0.5
+    out = scope.run(query=question, query_embedding=near)
+    assert out["filing_ids"][:2] == ["CO7_2022_10K", "CO2_2022_10K"] and len(out["filing_ids"]) == 3
+    assert "bounded to 3 of 12 filings" in out["scope"]["reason"]
+    # without a vector, period and form alone pick the three
+    assert len(scope.run(query=question)["filing_ids"]) == 3
+    # a question naming a company is not affected
+    assert scope.run(query="What did Company 4 earn?", query_embedding=near)["filing_ids"] == ["CO4_2022_10K"]
+    with pytest.raises(ValueError, match="unscoped_max_filings"):
+        FilingScope(document_store=store, unscoped_max_filings=0)

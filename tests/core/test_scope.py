@@ -249,6 +249,38 @@ class TestCompanyIndex:
         assert found(index, "How did Coke do?") == [("Coke", "coca cola")]
         assert found(index, "How did the Frito owner do?") == [("Frito owner", "pepsico")]
 
+    def test_a_ticker_wins_the_span_over_another_companys_partial_name(self):
+        # "MGM" is MGM Resorts' ticker and the suffix-stripped name of MGM Holdings: the symbol names one company.
+        index = CompanyIndex(
+            [
+                FilingProfile("MGM_2022_10K", "MGM Resorts International", "MGM", "10-K", 2022),
+                FilingProfile("MGMH_2022_10K", "MGM Holdings", "MGMH", "10-K", 2022),
+            ]
+        )
+        assert found(index, "What was MGM's interest coverage in FY2022?") == [("MGM", "mgm resorts")]
+        assert found(index, "What did MGM Holdings earn?") == [("MGM Holdings", "mgm")]
+        # without tickers, the whole (suffix-stripped) name beats the other company's short alias, as before
+        index = CompanyIndex(
+            [
+                FilingProfile("MGM_2022_10K", "MGM Resorts International", "", "10-K", 2022),
+                FilingProfile("MGMH_2022_10K", "MGM Holdings", "", "10-K", 2022),
+            ]
+        )
+        assert {m.key for m in index.find("What was MGM's interest coverage?")} == {"mgm"}
+
+    def test_a_short_name_shared_by_two_companies_names_both(self):
+        index = CompanyIndex(
+            [
+                FilingProfile("VZ_2022_10K", "Verizon Communications Inc.", "VZ", "10-K", 2022),
+                FilingProfile("VZWP_2022_10K", "Verizon Wireless Partners", "VZWP", "10-K", 2022),
+            ]
+        )
+        keys = {m.key for m in index.find("Is Verizon a capital intensive business based on FY 2022 data?")}
+        assert keys == {"verizon communications", "verizon wireless partners"}
+        assert found(index, "What did Verizon Wireless Partners earn?") == [
+            ("Verizon Wireless Partners", "verizon wireless partners")
+        ]
+
     def test_names_sharing_a_ticker_are_one_company(self):
         index = CompanyIndex(
             [

@@ -250,15 +250,17 @@ class CompanyIndex:
             for ticker in entry.tickers:
                 self._tickers.setdefault(ticker, key)
         self._add_user_aliases(aliases)
-        # A short alias shared by two companies ("american") names neither.
+        # A short alias shared with another company's full or base name ("mgm": MGM Holdings, and short for MGM
+        # Resorts) is that company's name. A short alias only shared with other short aliases ("verizon": Verizon
+        # Communications and Verizon Wireless Partners) names all of them: the question is ambiguous, and dropping
+        # the alias would leave it unscoped, i.e. searched across every company. Scope then ranks their filings by
+        # period and form. (Ordinary first words such as "american" never become short aliases.)
         for compact, entries in list(self._compact.items()):
             keys = {e.key for e in entries}
             if len(keys) > 1:
                 kept = [e for e in entries if e.kind != "short"]
                 if kept:
                     self._compact[compact] = kept
-                else:
-                    del self._compact[compact]
 
     def _add_alias(self, key: str, alias: str, kind: str) -> None:
         tokens = alias.split()
@@ -377,7 +379,12 @@ class CompanyIndex:
 
     @staticmethod
     def _non_overlapping(found: list[CompanyMention]) -> list[CompanyMention]:
-        """Longest, most certain spans first; a span inside a kept one is dropped (unless it is the same span)."""
+        """Longest, most certain spans first; a span inside a kept one is dropped (unless it is the same span).
+
+        The same span naming several companies keeps them all (the question is ambiguous and retrieval decides),
+        except that an exact ticker hit wins over the others: a symbol written as such ("MGM", "GE") identifies
+        one listed company, while the same word as a name or short alias ("MGM" of "MGM Holdings", "GE" of "GE
+        HealthCare") is only a partial name."""
         ranked = sorted(found, key=lambda m: (m.distance, -(m.end - m.start), _KIND_PRIORITY[m.how], m.start))
         kept: list[CompanyMention] = []
         for m in ranked:
@@ -385,4 +392,6 @@ class CompanyIndex:
             if any((k.start, k.end) != (m.start, m.end) or k.key == m.key for k in clash):
                 continue
             kept.append(m)
+        spans_with_ticker = {(m.start, m.end) for m in kept if m.how == "ticker"}
+        kept = [m for m in kept if m.how == "ticker" or (m.start, m.end) not in spans_with_ticker]
         return sorted(kept, key=lambda m: m.start)

@@ -18,7 +18,8 @@ Scoping rules (the weights are the module constants below; each score line becom
 1. An explicit filing filter (a list of filing ids) overrides everything.
 2. Company first. Filings of companies the question names are the only candidates; several named companies all
    stay in scope. With no recognized company: a single-company index is scoped to that company, otherwise the
-   scope is every filing (unscoped) with the reason, never an empty scope.
+   scope is every filing (unscoped) with the reason, never an empty scope; ``bound_unscoped`` caps that at a
+   number of filings chosen by a vector search, so an unscoped question does not load a whole large index.
 3. Target period. Of the periods a question mentions, the one introduced by "as of" wins; otherwise the latest
    one that is not forward-looking ("expect to pay in 2024", "guidance for FY2023"): "FY2017-FY2019 average" and
    "change between FY2022 and FY2023" are both answered by the latest year's filing, which carries the earlier
@@ -44,6 +45,7 @@ Scoping rules (the weights are the module constants below; each score line becom
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -496,6 +498,28 @@ def resolve_scope(
     )
     logger.debug("Scope of %r: %s", question, decision.filing_ids)
     return decision
+
+
+def bound_unscoped(decision: ScopeDecision, nearest: Sequence[str], limit: int) -> ScopeDecision:
+    """An unscoped decision cut to at most ``limit`` filings: those of the question's nearest chunks first
+    (``nearest``: filing ids ranked by a vector search over the whole index), then the period-and-form order.
+
+    Without a company, "every filing" is right for a handful of filings but grows with the index: a question
+    naming no company in a store of 5,000 filings would load and search all of them. The nearest chunks are the
+    only evidence left of which filings are meant (flat RAG's scope), so they choose; a scoped decision, or one
+    already within the limit, is returned unchanged.
+    """
+    if decision.scoped or limit < 1 or len(decision.filing_ids) <= limit:
+        return decision
+    allowed = set(decision.filing_ids)
+    kept = list(dict.fromkeys(f for f in nearest if f in allowed))[:limit]
+    by_vectors = len(kept)
+    kept += [f for f in decision.filing_ids if f not in kept][: limit - len(kept)]
+    how = f"{by_vectors} by the nearest chunks" + (
+        f", {limit - by_vectors} by period and form" if by_vectors < limit else ""
+    )
+    reason = f"{decision.reason}; bounded to {limit} of {len(decision.filing_ids)} filings ({how})"
+    return dataclasses.replace(decision, filing_ids=kept, reason=reason)
 
 
 def _unscoped(

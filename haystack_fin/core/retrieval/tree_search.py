@@ -37,6 +37,10 @@ RRF_K = 60
 # ---------------------------------------------------------------------------------------------------------------
 # The tree search's BM25 tokenizer (summary nodes and leaves). The reranker's fallback scorer tokenizes its BM25
 # differently, on purpose: ``passage_scoring.content_terms`` (lexicon normalization, question stop words).
+# One tokenizer for both was measured (the tree search on ``content_terms``, thousands separators joined in both;
+# same store, same run): FinanceBench dev single 0.921 -> 0.895 page_hit@5 and 0.711 -> 0.671 bigram recall, shared
+# 0.868 -> 0.842 and 0.684 -> 0.645, the analyst set 0.868 -> 0.875 and 0.671 -> 0.686. Not adopted: it loses
+# a dev question in both settings for one analyst question.
 
 # Thousands separators are dropped so "1,234" in a table matches "1234" in a question; decimals stay one token.
 # Letters and digits are separate runs, so "FY2018" matches "fiscal 2018" on "2018".
