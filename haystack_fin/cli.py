@@ -1,4 +1,4 @@
-"""haystack-fin command line: index, inspect, ask, eval."""
+"""haystack-fin command line: index, inspect, graph, ask, eval."""
 
 import argparse
 import json
@@ -178,6 +178,54 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def filing_graph(store: Any, filing_id: str) -> Any:
+    """The ``FilingGraph`` of one filing, built from its chunks in the store as the GraphExpander builds it (None:
+    the filing has no chunks)."""
+    from haystack_fin.core import schema
+    from haystack_fin.core.graph.build import build_filing_graph
+    from haystack_fin.core.lexicon import Lexicon
+
+    found = store.filter_documents(filters={"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id})
+    chunks = [d for d in found if str(d.meta.get(schema.NODE_TYPE) or "chunk") == schema.NodeType.CHUNK.value]
+    if not chunks:
+        return None
+    run = str(chunks[0].meta.get(schema.INDEX_RUN) or "")
+    docs = ({"id": d.id, "content": d.content, "meta": d.meta} for d in chunks)
+    return build_filing_graph(docs, Lexicon.load(None), filing_id, run)
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from haystack_fin.core.graph.explain import chunk_edge_lines, export_graph
+    from haystack_fin.pipeline_loader import pipeline_dict
+
+    _check_store(args, pipeline_dict("indexing", args.store, args.qdrant_url, args.index), create=False)
+    store = _store_from_args(args)
+    try:
+        fg = filing_graph(store, args.filing)
+    finally:
+        store.close()
+    if fg is None:
+        print(f"error: no filing {args.filing!r} in the store", file=sys.stderr)
+        return 1
+    if args.item is not None and not any(c.item == args.item for c in fg.chunks.values()):
+        items = sorted({c.item for c in fg.chunks.values()})
+        print(f"error: filing {args.filing!r} has no Item {args.item!r} (Items: {', '.join(items)})", file=sys.stderr)
+        return 1
+    exported = export_graph(fg, args.item)
+    if args.json:
+        print(json.dumps(exported, indent=2, default=str))
+        return 0
+    counts = exported["counts"]
+    scope = f" Item {args.item}" if args.item else ""
+    print(f"{fg.filing_id}{scope}: {sum(counts['nodes'].values())} nodes {counts['nodes']}, {counts['facts']} facts")
+    print(f"  entities: {counts['entities']}")
+    print(f"  edges: {counts['edges']}")
+    print(f"  edge kinds: {counts['edge_kinds']}")
+    for line in chunk_edge_lines(fg, args.item):
+        print(f"  {line}")
+    return 0
+
+
 def _ollama_reachable(url: str, timeout: float = 1.5) -> bool:
     import urllib.request
 
@@ -229,6 +277,11 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
             "generation": generation,
             **result.trace,
             "tree_paths": {d.id: d.meta.get(schema.RETRIEVAL, {}).get("tree_paths") for d in result.passages},
+            # Per passage, in order: why the graph stage added it, in words (None: it did not add it).
+            "graph_paths": [
+                d.meta[schema.GRAPH].get("explain") if isinstance(d.meta.get(schema.GRAPH), dict) else None
+                for d in result.passages
+            ],
         },
     }
 
@@ -238,6 +291,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     _check_store(args, pipeline_dict("query", args.store, args.qdrant_url, args.index), create=args.create)
     out = ask(args.question, args)
+    unmatched = (out["trace"].get("scope") or {}).get("unmatched") or []
+    unknown = [u["text"] for u in unmatched if u.get("kind") == "filing_id"]
+    if unknown:  # as in `inspect --filing`: an unknown id is an error, not another filing's passages
+        print(f"error: no filing {unknown[0]!r} in the store", file=sys.stderr)
+        return 1
+    for u in unmatched:  # what the question asks for that no indexed filing has, one line each
+        print(f"note: not in the indexed filings: {u['reason']}", file=sys.stderr)
     if args.json:
         print(json.dumps(out, indent=2, default=str))
         return 0
@@ -255,6 +315,18 @@ def cmd_ask(args: argparse.Namespace) -> int:
         statements = out["trace"]["retrieval"].get("statements") or {}
         if statements:
             print(f"Statements: {statements['asked']} ({len(statements['added'])} statement blocks added)")
+        sections = out["trace"]["retrieval"].get("sections") or {}
+        if sections:
+            asked = ", ".join(f"{title!r} ({cluster})" for title, cluster in sections["asked"].items())
+            print(f"Sections: {asked} ({len(sections['added'])} chunks under those headings added)")
+        graph = out["trace"].get("graph")
+        if graph is not None:  # the pipeline has a graph stage
+            added = sum(len(f.get("added") or []) for f in graph.get("filings") or [])
+            paths = out["trace"]["graph_paths"]
+            print(f"Graph: {added} passage(s) added, {sum(1 for x in paths if x)} among the results")
+            for n, line in enumerate(paths, 1):
+                if line:
+                    print(f"  [{n}] {line}")
     for n, p in enumerate(out["passages"], 1):
         pages = ", ".join(str(x) for x in p["pages"] or [])
         print(f"\n[{n}] {p['company']} {p['period']} ({p['filing_id']}) Item {p['item']}, p. {pages} [{p['modality']}]")
@@ -297,6 +369,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"plain Haystack: {line}, context_words@5 {b.get('context_words@5', 0):.0f}")
     print(f"wrote {args.out}")
     return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from haystack_fin.serving import ServingConfig, serve
+
+    config = ServingConfig(args.store, args.qdrant_url, args.index, args.ollama_url, args.ollama_model)
+    serve(config, args.host, args.port)
+    return 0  # not reached: serve replaces this process with the server
 
 
 _BACKEND_CHOICES = ("edge", "local")
@@ -355,6 +435,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--create", action="store_true", help="create the store if it does not exist (it lists nothing)")
     p.set_defaults(func=cmd_inspect)
 
+    p = sub.add_parser("graph", help="a filing's entity/relation graph: counts, chunk links, adjacency (--json)")
+    _add_store_args(p)
+    p.add_argument("--filing", required=True, help="filing id (see inspect)")
+    p.add_argument("--item", default=None, help="only this Item's nodes and the edges touching them, e.g. 7")
+    p.add_argument("--json", action="store_true", help="counts, nodes and the adjacency list as JSON")
+    p.set_defaults(func=cmd_graph)
+
     p = sub.add_parser("ask", help="ask a question: cited answer (Ollama) or cited passages")
     p.add_argument("question")
     _add_store_args(p)
@@ -365,6 +452,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--create", action="store_true", help="create the store if it does not exist (it finds nothing)")
     p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("serve", help="serve the query pipeline with Hayhooks (REST, OpenAI chat, MCP)")
+    _add_store_args(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=_positive_int, default=1416, help="port (default 1416)")
+    p.add_argument("--ollama-url", default=None, help="Ollama server (default: the query YAML's)")
+    p.add_argument("--ollama-model", default=None, help="Ollama model (default: the query YAML's)")
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("eval", help="benchmarks")
     bench = p.add_subparsers(dest="benchmark", required=True)
@@ -377,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ablate",
         action="append",
         default=[],
-        help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements (repeatable)",
+        help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements|sections|graph (repeatable)",
     )
     p.add_argument("--baseline", action="store_true", help="also run plain Haystack dense retrieval")
     p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")

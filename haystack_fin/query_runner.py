@@ -25,12 +25,24 @@ ABLATIONS: tuple[str, ...] = (
     "reranker",
     "scope",
     "statements",
+    "sections",
+    "graph",
 )
 # Components whose top_k is the candidate count (what the ranker keeps before the window merges neighbours).
 CANDIDATE_COMPONENTS: tuple[str, ...] = ("router", "retriever", "ranker")
 # Components whose run-time outputs make up the trace.
-TRACE_COMPONENTS: tuple[str, ...] = ("analyzer", "scope", "router", "retriever", "ranker", "window")
+TRACE_COMPONENTS: tuple[str, ...] = ("analyzer", "scope", "router", "retriever", "graph", "ranker", "window")
 _DENSE_SCOPE = "haystack_fin.components.dense_filing_scope.DenseFilingScope"
+
+
+def _bypass(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """Remove component ``name`` from the documents chain: whatever fed its ``documents`` now feeds every receiver
+    of its ``documents`` output (retriever -> graph -> ranker becomes retriever -> ranker)."""
+    senders = [c["sender"] for c in data["connections"] if c["receiver"] == f"{name}.documents"]
+    receivers = [c["receiver"] for c in data["connections"] if c["sender"] == f"{name}.documents"]
+    data = drop_components(data, (name,))
+    data["connections"].extend({"sender": s, "receiver": r} for s in senders for r in receivers)
+    return data
 
 
 def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) -> dict[str, Any]:
@@ -51,6 +63,10 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
         retriever["statement_candidates"] = False
         ranker = components["ranker"]["init_parameters"]
         ranker["fallback_weights"] = {**(ranker.get("fallback_weights") or {}), "statement": 0.0}
+    if "sections" in names:  # no chunks under the concepts' headings added, no section prior in the ranker
+        retriever["section_candidates"] = 0
+        ranker = components["ranker"]["init_parameters"]
+        ranker["fallback_weights"] = {**(ranker.get("fallback_weights") or {}), "section": 0.0}
     if "flam" in names:  # every Item with chunks gets an equal share, whatever the question
         components["router"]["init_parameters"]["mode"] = "uniform"
     if "scope" in names:  # the filings of the nearest chunks, as flat RAG would pick them
@@ -61,10 +77,13 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
         }
         # The dense scope reads no question text, so it has no analysis input.
         data["connections"] = [c for c in data["connections"] if c["receiver"] != "scope.analysis"]
-        data["connections"].append({"sender": "embedder.embedding", "receiver": "scope.query_embedding"})
-    if "reranker" in names:  # the retriever's fused order goes straight to the window
-        data = drop_components(data, ("ranker",))
-        data["connections"].append({"sender": "retriever.documents", "receiver": "window.documents"})
+        dense = {"sender": "embedder.embedding", "receiver": "scope.query_embedding"}
+        if dense not in data["connections"]:  # FilingScope takes it too, to bound unscoped questions
+            data["connections"].append(dense)
+    if "graph" in names and "graph" in components:  # the retriever's candidates go to the ranker unexpanded
+        data = _bypass(data, "graph")
+    if "reranker" in names:  # the retriever's (or the graph's) candidates go straight to the window
+        data = _bypass(data, "ranker")
     return data
 
 
@@ -130,6 +149,7 @@ class QueryRunner:
             "scope": {"filing_ids": list(filing_ids) if filing_ids else None},
             "router": {"query": question},
             "retriever": {"query": question},
+            "graph": {"query": question},
             "ranker": {"query": question},
             "window": {},
             "prompt_builder": {"query": question},
@@ -162,6 +182,7 @@ class QueryRunner:
             "scope": result.get("scope", {}).get("scope"),
             "routing": result.get("router", {}).get("routing"),
             "retrieval": result.get("retriever", {}).get("trace"),
+            "graph": result.get("graph", {}).get("trace"),
             "rerank": result.get("ranker", {}).get("trace"),
         }
         return QueryResult(passages=result["window"]["documents"], answer=answers[0] if answers else None, trace=trace)

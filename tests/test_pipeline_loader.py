@@ -22,7 +22,7 @@ from haystack_fin.pipeline_loader import (
 from haystack_fin.store_check import EDGE_STORE_TYPE, QDRANT_STORE_TYPE, store_nodes
 from haystack_fin.store_registry import release_store
 
-QUERY_STORE_HOLDERS = ("scope", "router", "retriever", "window")
+QUERY_STORE_HOLDERS = ("scope", "router", "retriever", "graph", "window")
 
 
 def _store_params(data: dict) -> list[dict]:

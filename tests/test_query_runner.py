@@ -28,19 +28,65 @@ def test_ablate_does_not_change_its_input():
 
 
 def test_ablations_are_configuration_edits():
-    data = ablate(_query_dict(), {"summary_tree", "question_tree", "flat_candidates", "flam", "statements"})
+    names = {"summary_tree", "question_tree", "flat_candidates", "flam", "statements", "sections"}
+    data = ablate(_query_dict(), names)
     retriever = data["components"]["retriever"]["init_parameters"]
     assert (retriever["use_summary_tree"], retriever["use_question_tree"]) == (False, False)
     assert retriever["flat_candidates_per_item"] == 0 and retriever["statement_candidates"] is False
+    assert retriever["section_candidates"] == 0
     assert data["components"]["router"]["init_parameters"]["mode"] == "uniform"
-    assert data["components"]["ranker"]["init_parameters"]["fallback_weights"]["statement"] == 0.0
+    weights = data["components"]["ranker"]["init_parameters"]["fallback_weights"]
+    assert weights["statement"] == 0.0 and weights["section"] == 0.0
 
 
 def test_reranker_ablation_rewires_retriever_to_window():
-    data = ablate(_query_dict(), {"reranker"})
+    data = ablate(_query_dict(), {"graph", "reranker"})
     assert "ranker" not in data["components"]
     assert {"sender": "retriever.documents", "receiver": "window.documents"} in data["connections"]
     assert not any("ranker" in c["sender"] or "ranker" in c["receiver"] for c in data["connections"])
+
+
+def _with_graph(data: dict) -> dict:
+    """The query dict with the graph stage between retriever and ranker, as pipelines/query.yaml wires it (the
+    shipped YAML's own wiring is used when it has the stage)."""
+    if "graph" in data["components"]:
+        return data
+    store = data["components"]["retriever"]["init_parameters"]["document_store"]
+    data["components"]["graph"] = {
+        "type": "haystack_fin.components.graph_expander.GraphExpander",
+        "init_parameters": {"document_store": store},
+    }
+    data["connections"] = [c for c in data["connections"] if c["receiver"] != "ranker.documents"]
+    data["connections"] += [
+        {"sender": "retriever.documents", "receiver": "graph.documents"},
+        {"sender": "graph.documents", "receiver": "ranker.documents"},
+        {"sender": "analyzer.analysis", "receiver": "graph.analysis"},
+        {"sender": "embedder.embedding", "receiver": "graph.query_embedding"},
+    ]
+    return data
+
+
+def test_graph_ablation_rewires_retriever_to_ranker():
+    data = _with_graph(_query_dict())
+    Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
+    ablated = ablate(data, {"graph"})
+    assert "graph" not in ablated["components"] and "graph" in data["components"]
+    assert {"sender": "retriever.documents", "receiver": "ranker.documents"} in ablated["connections"]
+    assert not any("graph." in c["sender"] + c["receiver"] for c in ablated["connections"])
+    Pipeline.from_dict(ablated, allowed_modules=ALLOWED_MODULES)
+    # Without the reranker the graph feeds the window; without both, the retriever does.
+    no_ranker = ablate(data, {"reranker"})
+    assert {"sender": "graph.documents", "receiver": "window.documents"} in no_ranker["connections"]
+    neither = ablate(data, {"graph", "reranker"})
+    assert {"sender": "retriever.documents", "receiver": "window.documents"} in neither["connections"]
+    assert {"graph", "ranker"}.isdisjoint(neither["components"])
+    Pipeline.from_dict(neither, allowed_modules=ALLOWED_MODULES)
+
+
+def test_runner_feeds_the_question_to_the_graph_stage():
+    runner = QueryRunner.__new__(QueryRunner)
+    runner.data = _with_graph(_query_dict())
+    assert runner.inputs("What was capex?")["graph"] == {"query": "What was capex?"}
 
 
 def test_scope_ablation_uses_dense_scope_fed_by_the_embedder():

@@ -12,6 +12,8 @@ Decisions the definitions leave open:
   skipped. A question with no scorable snippet gets evidence recall 0.
 - "At least 60%" is compared in integers (5 * matched >= 3 * total), so the threshold is exact.
 - Fewer than k passages: top-k is all of them.
+- evidence_complete@k (issue 11): 1 when every gold page is covered by a top-k passage of the question's filing;
+  a question without gold pages gets 0 (nothing to be complete about, like recall without snippets).
 """
 
 import json
@@ -132,7 +134,8 @@ def score_question(question: Question, passages: Sequence[Passage], ks: Iterable
     """Per-question metrics for ranked ``passages`` (best first).
 
     Keys, for each k: page_hit@k, evidence_recall@k, evidence_recall_bigram@k, context_words@k, doc_hit@k; plus
-    mrr. Hit, recall and mrr consider only passages of the question's filing; context_words counts every passage.
+    mrr; then evidence_complete@k for each k. Hit, recall, completeness and mrr consider only passages of the
+    question's filing; context_words counts every passage.
     """
     ks = sorted(set(ks))
     if not ks or ks[0] < 1:
@@ -147,6 +150,7 @@ def score_question(question: Question, passages: Sequence[Passage], ks: Iterable
     bigrams: Counter[tuple[str, str]] = Counter()
     words = 0
     page_hit = doc_hit = False
+    covered: set[int] = set()  # gold pages covered so far
     mrr = 0.0
     at_k: dict[int, dict[str, float]] = {}
     depth = max(ks[-1], MRR_CUTOFF)
@@ -161,6 +165,8 @@ def score_question(question: Question, passages: Sequence[Passage], ks: Iterable
                 words += len(passage.text.split())
                 doc_hit = doc_hit or in_filing
                 page_hit = page_hit or covers_gold
+                if covers_gold:
+                    covered |= question.gold_pages.intersection(passage.pages)
                 if in_filing:
                     tokens = normalize_tokens(passage.text)
                     unigrams.update(tokens)
@@ -172,6 +178,7 @@ def score_question(question: Question, passages: Sequence[Passage], ks: Iterable
                 "evidence_recall_bigram": _recall(snippet_bigrams, bigrams),
                 "context_words": float(words),
                 "doc_hit": float(doc_hit),
+                "evidence_complete": float(bool(question.gold_pages) and covered >= question.gold_pages),
             }
 
     scores: dict[str, float] = {}
@@ -179,6 +186,9 @@ def score_question(question: Question, passages: Sequence[Passage], ks: Iterable
         for k in ks:
             scores[f"{name}@{k}"] = at_k[k][name]
     scores["mrr"] = mrr
+    # After mrr, so the keys every earlier run wrote keep their order.
+    for k in ks:
+        scores[f"evidence_complete@{k}"] = at_k[k]["evidence_complete"]
     return scores
 
 
@@ -190,16 +200,25 @@ def aggregate(per_question: Mapping[str, Mapping[str, float]], questions: Iterab
     """Average per-question scores (keyed by financebench_id) overall and per question_type.
 
     Returns {"overall": {metric: mean}, "by_question_type": {type: {metric: mean}},
-    "counts": {"overall": n, type: n}}. Questions without scores are ignored; scores for an unknown id or with a
-    different set of metric keys raise ValueError.
+    "by_evidence_pages": {"1": {metric: mean}, "2+": {metric: mean}}, "counts": {"overall": n, type: n}}
+    (``by_evidence_pages`` groups by the number of gold pages; questions without gold pages are in neither group,
+    an empty group is ``{}``; ``evidence_pages_counts`` gives the group sizes). Questions without scores are
+    ignored; scores for an unknown id or with a different set of metric keys raise ValueError.
     """
+    questions = list(questions)  # read twice below
     types = {q.financebench_id: q.question_type for q in questions}
     rows = list(per_question.items())
     unknown = [qid for qid, _ in rows if qid not in types]
     if unknown:
         raise ValueError(f"scores for unknown questions: {unknown}")
     if not rows:
-        return {"overall": {}, "by_question_type": {}, "counts": {"overall": 0}}
+        return {
+            "overall": {},
+            "by_question_type": {},
+            "by_evidence_pages": {"1": {}, "2+": {}},
+            "evidence_pages_counts": {"1": 0, "2+": 0},
+            "counts": {"overall": 0},
+        }
     keys = set(rows[0][1])
     if any(set(scores) != keys for _, scores in rows):
         raise ValueError("all questions must have the same metric keys")
@@ -209,9 +228,16 @@ def aggregate(per_question: Mapping[str, Mapping[str, float]], questions: Iterab
         by_type.setdefault(types[qid], []).append(scores)
     counts: dict[str, int] = {"overall": len(rows)}
     counts.update({qtype: len(group) for qtype, group in sorted(by_type.items())})
+    n_gold = {q.financebench_id: len(q.gold_pages) for q in questions}
+    by_pages: dict[str, list[Mapping[str, float]]] = {"1": [], "2+": []}
+    for qid, scores in rows:
+        if n_gold[qid] >= 1:
+            by_pages["1" if n_gold[qid] == 1 else "2+"].append(scores)
     return {
         "overall": _mean_scores([scores for _, scores in rows]),
         "by_question_type": {qtype: _mean_scores(group) for qtype, group in sorted(by_type.items())},
+        "by_evidence_pages": {name: _mean_scores(group) if group else {} for name, group in by_pages.items()},
+        "evidence_pages_counts": {name: len(group) for name, group in by_pages.items()},
         "counts": counts,
     }
 

@@ -13,7 +13,7 @@ from haystack_fin.pipeline_loader import pipeline_dict, strip_generation
 from haystack_fin.query_runner import ABLATIONS, ablate
 
 QUESTION = "Is Best Buy's quick ratio healthy as of Q2 FY2024? Use the balance sheet."
-ANALYSIS_RECEIVERS = {"scope.analysis", "router.analysis", "retriever.analysis", "ranker.analysis"}
+ANALYSIS_RECEIVERS = {"scope.analysis", "router.analysis", "retriever.analysis", "graph.analysis", "ranker.analysis"}
 
 
 def test_run_returns_the_json_analysis():
@@ -89,7 +89,7 @@ def test_shipped_query_pipeline_feeds_the_analysis_to_the_four_stages():
     wired = {c["receiver"] for c in data["connections"] if c["sender"] == "analyzer.analysis"}
     assert wired == ANALYSIS_RECEIVERS
     # The lexicon is configured on the analyzer only.
-    for name in ("router", "retriever", "ranker"):
+    for name in ("router", "retriever", "graph", "ranker"):
         assert data["components"][name]["init_parameters"].get("lexicon_path") is None
 
 

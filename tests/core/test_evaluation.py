@@ -197,11 +197,15 @@ def test_mrr_rank_ten_and_beyond() -> None:
 
 def test_no_passages_and_default_keys() -> None:
     scores = score_question(make_question(["x y"]), [])
-    expected = {
-        f"{name}@{k}"
-        for name in ("page_hit", "evidence_recall", "evidence_recall_bigram", "context_words", "doc_hit")
-        for k in (1, 3, 5, 10)
-    } | {"mrr"}
+    expected = (
+        {
+            f"{name}@{k}"
+            for name in ("page_hit", "evidence_recall", "evidence_recall_bigram", "context_words", "doc_hit")
+            for k in (1, 3, 5, 10)
+        }
+        | {"mrr"}
+        | {f"evidence_complete@{k}" for k in (1, 3, 5, 10)}
+    )
     assert set(scores) == expected
     assert all(value == 0.0 for value in scores.values())
 
@@ -286,3 +290,44 @@ def test_percentile_linear_interpolation() -> None:
         percentile([], 50)
     with pytest.raises(ValueError):
         percentile([1.0], 101)
+
+
+# --- evidence completeness (issue 11) --------------------------------------------------------------------------
+
+
+def test_evidence_complete_needs_every_gold_page_of_the_filing() -> None:
+    question = make_question(["x"], gold_pages={3, 9})
+    ranked = [passage("a", pages=[3]), passage("b", pages=[9], doc=OTHER), passage("c", pages=[8, 9])]
+    scores = score_question(question, ranked, ks=(1, 2, 3))
+    assert scores["page_hit@1"] == 1.0
+    assert scores["evidence_complete@1"] == 0.0  # page 9 still missing
+    assert scores["evidence_complete@2"] == 0.0  # page 9 of another filing does not count
+    assert scores["evidence_complete@3"] == 1.0
+    keys = list(scores)
+    assert keys.index("mrr") < keys.index("evidence_complete@1")  # earlier keys keep their order
+
+
+def test_evidence_complete_without_gold_pages_is_zero() -> None:
+    scores = score_question(make_question(["x"], gold_pages=set()), [passage("x", pages=[1])], ks=(1,))
+    assert scores["evidence_complete@1"] == 0.0
+
+
+def test_aggregate_by_evidence_pages() -> None:
+    questions = [
+        Question("one", DOC, "t1", "?", {1}, []),
+        Question("two", DOC, "t1", "?", {1, 2}, []),
+        Question("three", DOC, "t2", "?", {1, 2, 3}, []),
+        Question("none", DOC, "t2", "?", set(), []),
+    ]
+    per_question = {
+        "one": {"evidence_complete@5": 1.0},
+        "two": {"evidence_complete@5": 0.0},
+        "three": {"evidence_complete@5": 1.0},
+        "none": {"evidence_complete@5": 0.0},
+    }
+    result = aggregate(per_question, iter(questions))  # an iterator is read once only
+    assert result["by_evidence_pages"] == {"1": {"evidence_complete@5": 1.0}, "2+": {"evidence_complete@5": 0.5}}
+    assert result["evidence_pages_counts"] == {"1": 1, "2+": 2}
+    assert result["overall"] == {"evidence_complete@5": 0.5}
+    only_one = aggregate({"one": per_question["one"]}, questions)
+    assert only_one["by_evidence_pages"] == {"1": {"evidence_complete@5": 1.0}, "2+": {}}

@@ -220,7 +220,10 @@ class ScopeDecision:
     """The filings a question is scoped to, best first, and why.
 
     ``scoped`` is False when the decision is "every filing" (no company recognized, or no profiles); ``matches``
-    lists the selected filings first, then the candidates that were left out, each with its reasons.
+    lists the selected filings first, then the candidates that were left out, each with its reasons. ``unmatched``
+    names what the question (or the caller's filter) asks for that no indexed filing has: ``{"kind": "filing_id" |
+    "company" | "period" | "form", "text": ..., "reason": ...}``; the scope itself is unchanged by it, so that a
+    caller can say "not in these filings" next to the closest filings.
     """
 
     filing_ids: list[str]
@@ -229,6 +232,7 @@ class ScopeDecision:
     matches: list[FilingMatch] = field(default_factory=list)
     companies: list[CompanyMention] = field(default_factory=list)
     question: QuestionScope | None = None
+    unmatched: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serializable explanation."""
@@ -236,6 +240,7 @@ class ScopeDecision:
             "filing_ids": list(self.filing_ids),
             "scoped": self.scoped,
             "reason": self.reason,
+            "unmatched": [dict(u) for u in self.unmatched],
             "companies": [
                 {"text": c.text, "company": c.company, "alias": c.alias, "how": c.how, "distance": c.distance}
                 for c in self.companies
@@ -428,7 +433,14 @@ def resolve_scope(
             )
             for fid in ids
         ]
-        return ScopeDecision(ids, True, f"explicit filing filter ({len(ids)} filings) overrides the question", matches)
+        missing = [{"kind": "filing_id", "text": fid, "reason": f"no indexed filing has id {fid!r}"} for fid in unknown]
+        return ScopeDecision(
+            ids,
+            True,
+            f"explicit filing filter ({len(ids)} filings) overrides the question",
+            matches,
+            unmatched=missing,
+        )
 
     scope = question_scope if question_scope is not None else parse_question_scope(question)
     if not profiles:
@@ -437,6 +449,7 @@ def resolve_scope(
     target = scope.target()
     topics = dict(event_topics) if event_topics is not None else question_event_topics(question)
     mentions = index.find(question)
+    unmatched: list[dict[str, str]] = []
 
     if mentions:
         keys = list(dict.fromkeys(m.key for m in mentions))
@@ -444,6 +457,7 @@ def resolve_scope(
     elif len(index) == 1:
         keys = list(index.companies)
         why_company = {keys[0]: f"no company named; {index.companies[keys[0]].name} is the only company indexed"}
+        unmatched.extend(_unmatched_names(scope, index))
     else:
         return _unscoped(question, profiles, scope, target, topics, max_filings, index)
 
@@ -474,6 +488,18 @@ def resolve_scope(
         per_company.append(kept)
         if target is not None and target.year is not None and best < YEAR_MATCH:
             notes.append(f"no {entry.name} filing matches {target.label}; closest filings returned")
+            unmatched.append(
+                {
+                    "kind": "period",
+                    "text": target.label,
+                    "reason": f"no indexed {entry.name} filing is for {target.label}",
+                }
+            )
+        for hint in scope.forms:
+            if not hint.weak and not any(_form_part(p, [hint])[0] > 0 for p, _, _ in scored):
+                unmatched.append(
+                    {"kind": "form", "text": hint.text, "reason": f"no indexed {entry.name} filing is a {hint.form}"}
+                )
 
     selected: list[FilingMatch] = []
     depth = 0
@@ -494,7 +520,7 @@ def resolve_scope(
     if notes:
         reason += "; " + "; ".join(notes)
     decision = ScopeDecision(
-        [m.filing_id for m in selected], True, reason, selected + left_out + rejected, mentions, scope
+        [m.filing_id for m in selected], True, reason, selected + left_out + rejected, mentions, scope, unmatched
     )
     logger.debug("Scope of %r: %s", question, decision.filing_ids)
     return decision
@@ -544,4 +570,20 @@ def _unscoped(
         for p, s, r in scored[:max_filings]
     ]
     logger.debug("Scope of %r: unscoped", question)
-    return ScopeDecision([p.filing_id for p, _, _ in scored], False, reason, matches, [], scope)
+    return ScopeDecision(
+        [p.filing_id for p, _, _ in scored], False, reason, matches, [], scope, _unmatched_names(scope, index)
+    )
+
+
+def _unmatched_names(scope: QuestionScope, index: CompanyIndex) -> list[dict[str, str]]:
+    """The question's capitalized names that name no indexed company ("Apple" asked of a Best Buy index). The
+    spans are a loose heuristic (a capitalized segment name is one too), so they are reported, never acted on."""
+    indexed = ", ".join(sorted(entry.name for entry in index.companies.values()))
+    return [
+        {
+            "kind": "company",
+            "text": span.text,
+            "reason": f"no indexed company is named {span.text!r} (indexed: {indexed})",
+        }
+        for span in scope.company_spans
+    ]

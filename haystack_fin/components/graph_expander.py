@@ -1,0 +1,334 @@
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.document_stores.types import DocumentStore
+
+from haystack_fin.core import schema
+from haystack_fin.core.graph.build import FilingGraph, build_filing_graph
+from haystack_fin.core.graph.entities import FiscalCalendar
+from haystack_fin.core.graph.expand import ExpansionParams, entity_hit, expand, question_intent, resolve_keys
+from haystack_fin.core.graph.explain import path_words
+from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.retrieval.question_analysis import analysis_for
+from haystack_fin.store_registry import SharedStoreClient
+
+logger = logging.getLogger(__name__)
+
+_FILING_FIELD = f"meta.{schema.FILING_ID}"
+
+
+def _is_chunk(doc: Document) -> bool:
+    return str(doc.meta.get(schema.NODE_TYPE) or schema.NodeType.CHUNK.value) == schema.NodeType.CHUNK
+
+
+@dataclass
+class _CachedGraph:
+    graph: FilingGraph
+    docs: dict[str, Document]  # chunk Documents without vectors
+    vectors: dict[str, np.ndarray]  # unit-length chunk vectors (dense part of the score)
+    calendar: FiscalCalendar
+
+
+@component
+class GraphExpander(SharedStoreClient):
+    """Adds the passages a question's evidence lacks by following each filing's entity/relation graph
+    (``haystack_fin.core.graph``): explicit references ("see Note 7"), table structure (a table and the paragraph
+    that introduces it, a cell's row metric and column period) and confirmed same-value links.
+
+    Place it between a retriever and a ranker. For each filing among the incoming ``documents`` it loads the
+    filing's chunks from ``document_store`` once and builds the graph (from entities and edges stored in chunk meta
+    when present, else from chunk text and meta), cached per filing and rebuilt when the chunks' ``index_run``
+    changes. Anchors are the chunks holding the question's metrics and periods (a table cell "capex | 2018" first);
+    the expansion walks 1-``max_hops`` hops from the anchors and the top incoming candidates, scores every reached
+    chunk ``entity_weight * entity hit + hop_weight * hop proximity + vector_weight * cosine`` and adds at most
+    ``max_added`` (intent-required ones first: a ratio's input statements, a comparison's periods, a "why"
+    question's table paragraph). Incoming documents pass through unchanged, in order, with ``meta["graph"]``
+    (their entity hit); added ones follow with ``meta["graph"]`` = score parts, the path of edges (type,
+    kind, confidence) that pulled them in and ``explain``, that path in plain words,
+    ``meta["retrieval"] = {"mode": "graph"}`` and a ``budget_k``: the
+    Item's incoming budget plus the passages added to it, so that ``TwoStageRanker``'s per-Item cut has room for
+    them (which also leaves room for one more of the Item's own candidates). Documents without ``filing_id`` pass
+    through untouched.
+
+    Usage example:
+    ```python
+    from haystack import Pipeline
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+    from haystack_fin.components.graph_expander import GraphExpander
+
+    pipe = Pipeline()
+    pipe.add_component("retriever", InMemoryBM25Retriever(document_store=store, top_k=5))
+    pipe.add_component("graph", GraphExpander(document_store=store, max_added=3))
+    pipe.connect("retriever.documents", "graph.documents")
+    q = "What was Netflix's FY2015 provision for income taxes?"
+    out = pipe.run({"retriever": {"query": q}, "graph": {"query": q}})
+    for doc in out["graph"]["documents"]:
+        print(doc.meta["page_numbers"], doc.meta.get("graph", {}).get("path"))
+    ```
+    """
+
+    def __init__(
+        self,
+        document_store: DocumentStore,
+        max_added: int = 4,
+        max_hops: int = 2,
+        entity_weight: float = 0.5,
+        hop_weight: float = 0.3,
+        vector_weight: float = 0.2,
+        min_score: float = 0.25,
+        cache_size: int = 32,
+        lexicon_path: str | None = None,
+    ) -> None:
+        """
+        :param document_store: the index holding the filings' chunks (any Haystack store; vectors are used when it
+            returns them).
+        :param max_added: passages added per query at most (``run``'s ``top_k`` overrides it).
+        :param max_hops: path length limit, 1 or 2.
+        :param entity_weight: weight of the entity hit (the chunk holds the question's metric and period).
+        :param hop_weight: weight of hop proximity (product of edge confidences / hops; 1.0 for an anchor).
+        :param vector_weight: weight of the cosine between the question's and the chunk's vectors (needs
+            ``query_embedding``).
+        :param min_score: added passages below this score are dropped (intent-required ones are kept).
+        :param cache_size: filings whose graphs are kept (LRU).
+        :param lexicon_path: lexicon JSON (metrics of chunks and question); default: the built-in lexicon.
+        """
+        if not isinstance(max_added, int) or isinstance(max_added, bool) or max_added < 0:
+            raise ValueError(f"max_added must be a non-negative integer, got {max_added!r}")
+        if max_hops not in (1, 2):
+            raise ValueError(f"max_hops must be 1 or 2, got {max_hops!r}")
+        if not isinstance(cache_size, int) or cache_size < 1:
+            raise ValueError(f"cache_size must be a positive integer, got {cache_size!r}")
+        for name, value in (("entity_weight", entity_weight), ("hop_weight", hop_weight),
+                            ("vector_weight", vector_weight), ("min_score", min_score)):  # fmt: skip
+            if not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+        self.document_store = document_store
+        self.max_added = max_added
+        self.max_hops = max_hops
+        self.entity_weight = entity_weight
+        self.hop_weight = hop_weight
+        self.vector_weight = vector_weight
+        self.min_score = min_score
+        self.cache_size = cache_size
+        self.lexicon_path = lexicon_path
+        self._lexicon: Lexicon | None = None
+        self._store: Any = None
+        self._cache: OrderedDict[str, _CachedGraph] = OrderedDict()
+        self._lock = threading.RLock()
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            document_store=self.document_store,
+            max_added=self.max_added,
+            max_hops=self.max_hops,
+            entity_weight=self.entity_weight,
+            hop_weight=self.hop_weight,
+            vector_weight=self.vector_weight,
+            min_score=self.min_score,
+            cache_size=self.cache_size,
+            lexicon_path=self.lexicon_path,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GraphExpander":
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """Load the lexicon and bind the process-wide store instance; idempotent."""
+        if self._lexicon is None:
+            self._lexicon = Lexicon.load(self.lexicon_path)
+        self._attach_store()
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+    # -- graphs ---------------------------------------------------------------------------------------------------
+    def _load(self, filing_id: str, index_run: str) -> _CachedGraph | None:
+        with self._lock:
+            cached = self._cache.get(filing_id)
+            if cached is not None and (not index_run or cached.graph.index_run == index_run):
+                self._cache.move_to_end(filing_id)
+                return cached
+        docs = self._store.filter_documents(filters={"field": _FILING_FIELD, "operator": "==", "value": filing_id})
+        chunks = [d for d in docs if _is_chunk(d)]
+        if not chunks:
+            logger.warning("filing {filing_id}: no chunks in the document store, not expanded", filing_id=filing_id)
+            return None
+        return self._build(filing_id, index_run, chunks)
+
+    def _build(self, filing_id: str, index_run: str, chunks: list[Document]) -> _CachedGraph:
+        assert self._lexicon is not None
+        run = index_run or str(chunks[0].meta.get(schema.INDEX_RUN) or "")
+        graph = build_filing_graph(
+            ({"id": d.id, "content": d.content, "meta": d.meta} for d in chunks), self._lexicon, filing_id, run
+        )
+        vectors: dict[str, np.ndarray] = {}
+        for d in chunks:
+            if d.embedding:
+                v = np.asarray(d.embedding, dtype=np.float32)
+                n = float(np.linalg.norm(v))
+                if n > 0:
+                    vectors[d.id] = v / n
+        entry = _CachedGraph(
+            graph, {d.id: replace(d, embedding=None) for d in chunks}, vectors, FiscalCalendar.from_meta(chunks[0].meta)
+        )
+        logger.info(
+            "filing {filing_id}: graph of {n} chunks built in {s:.3f} s", filing_id=filing_id, n=len(chunks),
+            s=graph.seconds,
+        )  # fmt: skip
+        with self._lock:
+            self._cache[filing_id] = entry
+            self._cache.move_to_end(filing_id)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return entry
+
+    def preload(self, filing_ids: list[str] | None = None) -> list[str]:
+        """Build and cache the graphs ahead of the first queries (what a server or a benchmark does at start-up;
+        otherwise each filing's first query pays a store scan and the build), with one store call.
+
+        :param filing_ids: filings to load; None = every filing with chunks in the store, up to ``cache_size``.
+        :returns: the filing ids now cached.
+        """
+        self.warm_up()
+        chunk_filter = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": schema.NodeType.CHUNK.value}
+        flt: dict[str, Any] = chunk_filter
+        if filing_ids is not None:
+            flt = {
+                "operator": "AND",
+                "conditions": [chunk_filter, {"field": _FILING_FIELD, "operator": "in", "value": list(filing_ids)}],
+            }
+        by_filing: dict[str, list[Document]] = {}
+        for doc in self._store.filter_documents(filters=flt):
+            fid = doc.meta.get(schema.FILING_ID)
+            if fid and _is_chunk(doc):
+                by_filing.setdefault(str(fid), []).append(doc)
+        ids = sorted(by_filing)[-self.cache_size :]
+        for fid in ids:
+            self._build(fid, "", by_filing[fid])
+        return ids
+
+    @component.output_types(documents=list[Document], trace=dict)
+    def run(
+        self,
+        documents: list[Document],
+        query: str | None = None,
+        top_k: int | None = None,
+        analysis: dict[str, Any] | None = None,
+        query_embedding: list[float] | None = None,
+    ) -> dict[str, Any]:
+        """
+        Expand ``documents`` along each filing's graph.
+
+        :param documents: candidates from any retriever (chunks with ``filing_id`` are expanded).
+        :param query: the question; default: the question of ``analysis`` (so a pipeline that wires the analyzer
+            needs no extra run input for this stage).
+        :param top_k: passages added at most (overrides ``max_added``).
+        :param analysis: ``QueryAnalyzer``'s analysis of ``query`` (its lexicon clusters and periods are used).
+        :param query_embedding: the question's vector, for the similarity part of the score.
+        :returns: ``documents``: the incoming documents, then the added ones; ``trace``: per filing the question's
+            keys as matched (exact/normalized), anchors, chunks reached, required and added ids, build and total
+            seconds.
+        """
+        if query is None:
+            if analysis is None or not analysis.get("question"):
+                raise ValueError("GraphExpander needs the question: give query or a QueryAnalyzer analysis")
+            query = str(analysis["question"])
+        self.warm_up()
+        start = time.perf_counter()
+        limit = self.max_added if top_k is None else top_k
+        if limit < 0:
+            raise ValueError(f"top_k must be non-negative, got {limit}")
+        analysed = analysis_for(query, analysis)
+        params = ExpansionParams(
+            w_entity=self.entity_weight,
+            w_hop=self.hop_weight,
+            w_vector=self.vector_weight,
+            max_hops=self.max_hops,
+            max_added=limit,
+            min_score=self.min_score,
+        )
+        by_filing: dict[str, list[Document]] = {}
+        for doc in documents:
+            fid = doc.meta.get(schema.FILING_ID)
+            if fid:
+                by_filing.setdefault(str(fid), []).append(doc)
+        q_vec = np.asarray(query_embedding, dtype=np.float32) if query_embedding else None
+        present = {d.id for d in documents}
+        out_docs = list(documents)
+        traces: list[dict[str, Any]] = []
+        added_total = 0
+        for fid, docs in by_filing.items():
+            if added_total >= limit:
+                break
+            entry = self._load(fid, str(docs[0].meta.get(schema.INDEX_RUN) or ""))
+            if entry is None:
+                continue
+            assert self._lexicon is not None
+            intent = question_intent(
+                query,
+                self._lexicon,
+                entry.calendar,
+                list(analysed.clusters) if analysed is not None else None,
+                analysed.scope if analysed is not None else None,
+            )
+            filing_params = replace(params, max_added=limit - added_total)
+            expansions, trace = expand(
+                entry.graph,
+                intent,
+                [d.id for d in docs],
+                filing_params,
+                q_vec.tolist() if q_vec is not None else None,
+                entry.vectors,
+            )
+            metrics, periods, _ = resolve_keys(entry.graph, intent)
+            for i, doc in enumerate(out_docs):
+                if doc.id in entry.graph.chunks and str(doc.meta.get(schema.FILING_ID)) == fid:
+                    hit = entity_hit(entry.graph, doc.id, metrics, periods)
+                    out_docs[i] = replace(
+                        doc, meta={**doc.meta, schema.GRAPH: {"entity_hit": round(hit, 4), "hops": 0}}
+                    )
+            budgets: dict[str, int] = {}
+            for doc in docs:
+                k = doc.meta.get(schema.BUDGET_K)
+                item = str(doc.meta.get(schema.ITEM) or "")
+                if isinstance(k, int) and not isinstance(k, bool):
+                    budgets[item] = max(budgets.get(item, 0), k)
+            new_per_item: dict[str, int] = {}
+            for exp in expansions:
+                if exp.chunk_id in present:
+                    continue
+                chunk = entry.docs[exp.chunk_id]
+                item = str(chunk.meta.get(schema.ITEM) or "")
+                new_per_item[item] = new_per_item.get(item, 0) + 1
+                vector = entry.vectors.get(exp.chunk_id)
+                meta = {
+                    **chunk.meta,
+                    # "explain": the path in plain words, for `ask --explain` and other readers of the passage.
+                    schema.GRAPH: {
+                        **exp.to_meta(),
+                        "explain": path_words(exp.chunk_id, exp.path, entry.graph.chunks, exp.reason),
+                    },
+                    schema.RETRIEVAL: {"mode": "graph", "reason": exp.reason},
+                    # The Item's budget, grown by what the graph adds to it, so the ranker's per-Item cut keeps room.
+                    schema.BUDGET_K: budgets.get(item, 0) + new_per_item[item],
+                }
+                out_docs.append(
+                    replace(
+                        chunk,
+                        score=exp.score,
+                        embedding=vector.tolist() if vector is not None else None,
+                        meta=meta,
+                    )
+                )
+                present.add(exp.chunk_id)
+                added_total += 1
+            traces.append({"filing_id": fid, "build_seconds": round(entry.graph.seconds, 4), **trace})
+        return {"documents": out_docs, "trace": {"filings": traces, "seconds": round(time.perf_counter() - start, 4)}}
