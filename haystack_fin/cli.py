@@ -226,30 +226,6 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ollama_reachable(url: str, timeout: float = 1.5) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"{url.rstrip('/')}/api/tags", timeout=timeout) as response:
-            return response.status == 200
-    except Exception:
-        return False
-
-
-def _passage(doc: Any) -> dict[str, Any]:
-    m = doc.meta
-    return {
-        "text": doc.content,
-        "filing_id": m.get("filing_id"),
-        "company": m.get("company"),
-        "period": m.get("period"),
-        "item": m.get("item"),
-        "pages": m.get("page_numbers"),
-        "modality": m.get("modality"),
-        "score": doc.score,
-    }
-
-
 def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
     """Run pipelines/query.yaml through ``QueryRunner`` (the eval's path too; without generation when Ollama is not
     reachable) and collect the trace. ``-k`` is the window's run-time ``top_k``: the candidates stay the YAML's, so
@@ -257,10 +233,11 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
     from haystack_fin.core import schema
     from haystack_fin.pipeline_loader import pipeline_dict
     from haystack_fin.query_runner import QueryRunner
+    from haystack_fin.serving import ollama_reachable, passage_dict
 
     data = pipeline_dict("query", args.store, args.qdrant_url, args.index)
     llm_url = data["components"].get("llm", {}).get("init_parameters", {}).get("url", "http://localhost:11434")
-    generate = not args.no_llm and _ollama_reachable(llm_url)
+    generate = not args.no_llm and ollama_reachable(llm_url)
     runner = QueryRunner(args.store, args.qdrant_url, args.index, generate=generate)
     try:
         result = runner.run(question, [args.filing] if args.filing else None, k=args.k)
@@ -272,7 +249,7 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
         generation = "ollama" if generate else f"skipped: Ollama not reachable at {llm_url}"
     return {
         "answer": result.answer.data if result.answer is not None else None,
-        "passages": [_passage(d) for d in result.passages],
+        "passages": [passage_dict(d) for d in result.passages],
         "trace": {
             "generation": generation,
             **result.trace,

@@ -115,7 +115,11 @@ def test_ask_cli_cites_the_statement_page(tmp_path, fixtures, capsys):
     assert main(["ask", question, "--store", store_dir, "--json", "--no-llm", "-k", "3"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["answer"] is None and len(out["passages"]) == 3
-    assert set(out["passages"][0]) == {"text", "filing_id", "company", "period", "item", "pages", "modality", "score"}
+    # the provenance contract: filing, company, form, period, Item, pages, modality and, for tables, the table id
+    assert set(out["passages"][0]) == {
+        "id", "text", "filing_id", "company", "form", "period", "item", "pages", "modality", "table_id", "score"
+    }  # fmt: skip
+    assert out["passages"][0]["form"] == "10-Q" and out["passages"][0]["table_id"]
     top = out["passages"][0]
     # The condensed balance sheet is printed on page 3, in Part I, Item 1.
     assert (top["item"], top["pages"], top["modality"]) == ("I-1", [3], "table") and "5,651" in top["text"]
