@@ -23,6 +23,20 @@ def nearest_chunks(store: Any, query_embedding: list[float], top_k: int) -> list
     raise TypeError(f"{type(store).__name__} has no embedding search (_query_by_embedding or embedding_retrieval)")
 
 
+def nearest_filings(store: Any, query_embedding: list[float], top_k: int) -> tuple[list[str], Counter[str], int]:
+    """The filings of the ``top_k`` chunks nearest to ``query_embedding``, most chunks first (ties: the filing of
+    the better-ranked chunk first), with the chunk count per filing and the number of chunks found."""
+    hits = nearest_chunks(store, query_embedding, top_k)
+    counts: Counter[str] = Counter()
+    first_rank: dict[str, int] = {}
+    for rank, doc in enumerate(hits):
+        fid = doc.meta.get(schema.FILING_ID)
+        if fid:
+            counts[str(fid)] += 1
+            first_rank.setdefault(str(fid), rank)
+    return sorted(counts, key=lambda f: (-counts[f], first_rank[f])), counts, len(hits)
+
+
 @component
 class DenseFilingScope(SharedStoreClient):
     """Scopes a question to the filings of its nearest chunks in the whole index, most frequent first (ties: the
@@ -86,14 +100,8 @@ class DenseFilingScope(SharedStoreClient):
             ids, reason = list(dict.fromkeys(filing_ids)), "explicit filing ids"
         else:
             self.warm_up()
-            hits = nearest_chunks(self._store, query_embedding, self.top_k)
-            first_rank: dict[str, int] = {}
-            for rank, doc in enumerate(hits):
-                fid = doc.meta.get(schema.FILING_ID)
-                if fid:
-                    counts[str(fid)] += 1
-                    first_rank.setdefault(str(fid), rank)
-            ids = sorted(counts, key=lambda f: (-counts[f], first_rank[f]))[: self.max_filings]
-            reason = f"filings of the {len(hits)} nearest chunks"
+            ranked, counts, n_hits = nearest_filings(self._store, query_embedding, self.top_k)
+            ids = ranked[: self.max_filings]
+            reason = f"filings of the {n_hits} nearest chunks"
         filters = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": ids} if ids else {}
         return {"filing_ids": ids, "filters": filters, "scope": {"reason": reason, "chunks_per_filing": dict(counts)}}

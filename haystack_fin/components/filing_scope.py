@@ -3,7 +3,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.document_stores.types import DocumentStore
 
-from haystack_fin.components.dense_filing_scope import nearest_chunks
+from haystack_fin.components.dense_filing_scope import nearest_filings
 from haystack_fin.core import schema
 from haystack_fin.core.retrieval.companies import CompanyIndex
 from haystack_fin.core.retrieval.filing_ranking import FilingProfile, bound_unscoped, resolve_scope
@@ -175,10 +175,7 @@ class FilingScope(SharedStoreClient):
             nearest: list[str] = []
             if query_embedding:
                 # Ten chunks per filing kept is enough votes to rank them; Edge answers a global k-NN in ~16 ms.
-                hits = nearest_chunks(self._store, query_embedding, 10 * limit)
-                nearest = [str(d.meta[schema.FILING_ID]) for d in hits if d.meta.get(schema.FILING_ID)]
-                votes = {f: nearest.count(f) for f in nearest}
-                nearest = sorted(dict.fromkeys(nearest), key=lambda f: -votes[f])
+                nearest = nearest_filings(self._store, query_embedding, 10 * limit)[0]
             decision = bound_unscoped(decision, nearest, limit)
         ids = decision.filing_ids
         filters = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(ids)} if ids else {}
