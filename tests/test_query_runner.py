@@ -186,3 +186,28 @@ def test_top_passages_do_not_depend_on_k(bestbuy_store):
         runner.close()
     assert len(three) == 3 and len(ten) > 3
     assert ten[:3] == three
+
+
+# The README's questions and a new user's (issue 12): a question that names no segment is answered by a consolidated
+# table (the income statement p. 4 or MD&A's "Consolidated Results" p. 16, both $9,583 million), not by the
+# Domestic segment's table or the store counts.
+EXAMPLE_QUESTIONS = (
+    "What was Best Buy's revenue in the second quarter?",
+    "What was Best Buy's revenue in Q2 FY2024?",
+    "What was Best Buy's total revenue in Q2 FY2024?",
+)
+
+
+@pytest.mark.integration
+def test_example_questions_lead_with_a_consolidated_table(bestbuy_store):
+    runner = QueryRunner(store_path=bestbuy_store)
+    try:
+        tops = {q: runner.run(q, k=3).passages for q in EXAMPLE_QUESTIONS}
+        segment = runner.run("What was Best Buy's Domestic segment revenue in Q2 FY2024?", k=3).passages
+    finally:
+        runner.close()
+    for question, passages in tops.items():
+        top = passages[0]
+        assert top.meta["modality"] == "table" and "9,583" in (top.content or ""), question
+        assert top.meta["page_numbers"] in ([4], [16]), (question, top.meta["page_numbers"])
+    assert "8,890" in (segment[0].content or "")  # asked for the segment, the segment's table comes first

@@ -14,6 +14,7 @@ from haystack_fin.core.retrieval.passage_scoring import (
     Passage,
     PassageScore,
     content_terms,
+    names_segment,
     score_passages,
 )
 from haystack_fin.core.retrieval.question_analysis import analysis_for
@@ -164,7 +165,9 @@ class TwoStageRanker:
         """Load the lexicon (fallback scorer) or the cross-encoder (``model`` set); idempotent (Pipeline calls it
         on every run)."""
         if self.model is None:
-            if self._lexicon is None and (self._weights.statement > 0 or self._weights.section > 0):
+            if self._lexicon is None and (
+                self._weights.statement > 0 or self._weights.section > 0 or self._weights.consolidated > 0
+            ):
                 self._lexicon = Lexicon.load(self.lexicon_path)
             return
         if self._cross_encoder is not None:
@@ -266,6 +269,7 @@ class TwoStageRanker:
                 # Without a statement weight the lexicon is never loaded and no statement is looked for.
                 statements = dict(analysed.statements) if self._weights.statement > 0 else {}
                 sections = question_sections(analysed.clusters) if self._weights.section > 0 else {}
+                segment_question = names_segment(c.category for c in analysed.clusters)
             else:
                 statements = (
                     statements_in_query(query, self._lexicon)
@@ -276,6 +280,12 @@ class TwoStageRanker:
                     sections_in_query(query, self._lexicon)
                     if self._lexicon is not None and self._weights.section > 0
                     else {}
+                )
+                lexicon = self._lexicon
+                segment_question = (
+                    names_segment(lexicon.cluster(m.cluster_id).category for m in lexicon.find_terms(query))
+                    if lexicon is not None
+                    else True
                 )
             passages = [self._passage(d) for d in unique]
             fallback = score_passages(
@@ -288,6 +298,7 @@ class TwoStageRanker:
                 query_terms=analysed.content_terms if analysed is not None else None,
                 wants_number=analysed.asks_for_number if analysed is not None else None,
                 sections=sections,
+                segment_question=segment_question,
             )
             scores = [s.score for s in fallback]
             trace["fallback"] = {
@@ -296,6 +307,7 @@ class TwoStageRanker:
                 "table_prior_used": any(s.table is not None for s in fallback),
                 "statements": statements,
                 "sections": sections,
+                "segment_question": segment_question,
             }
         else:
             scores = self._cross_encoder_scores(query, unique)

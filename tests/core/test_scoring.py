@@ -264,3 +264,64 @@ class TestTwoStageSelect:
     def test_length_mismatch(self) -> None:
         with pytest.raises(ValueError):
             two_stage_select([0.1], [], {}, top_k=1)
+
+
+# Captions and headings of the Best Buy 10-Q fixture (tests/fixtures/bestbuy-10q-2023-07-29.pdf, pp. 4, 13, 16, 17).
+MDNA = "Part I, Item 2. Management's Discussion and Analysis of Financial Condition and Results of Operations"
+DOMESTIC = Passage(
+    "Selected financial data for the Domestic segment was as follows ($ in millions): $ in millions | | Three Months "
+    "Ended July 29, 2023 | | Revenue | 8,890",
+    embedding=[0.95, 0.05, 0.0],
+    is_table=True,
+    table_labels=("Revenue", "Three Months Ended July 29, 2023"),
+    section_path=(MDNA, "Segment Performance Summary"),
+)
+SEGMENT_NOTE = Passage(
+    "Reportable segment and product category revenue information was as follows ($ in millions): | | Domestic | 8,890",
+    embedding=[0.95, 0.05, 0.0],
+    is_table=True,
+    table_labels=("Revenue by reportable segment", "Domestic", "International", "Total revenue"),
+    section_path=("Part I, Item 1. Financial Statements", "11. Segments"),
+)
+CONSOLIDATED = Passage(
+    "Selected consolidated financial data was as follows ($ in millions): | | Three Months Ended July 29, 2023 | | "
+    "Revenue | 9,583",
+    embedding=[0.9, 0.1, 0.0],
+    is_table=True,
+    table_labels=("Revenue", "Three Months Ended July 29, 2023"),
+    section_path=(MDNA, "Consolidated Results"),
+)
+
+
+def test_segment_specific_reads_the_heading_and_the_caption():
+    from haystack_fin.core.retrieval.passage_scoring import segment_specific
+
+    assert segment_specific(DOMESTIC)  # heading "Segment Performance Summary" and caption "the Domestic segment"
+    assert segment_specific(SEGMENT_NOTE)  # note "11. Segments"
+    assert not segment_specific(CONSOLIDATED)
+    # The question names the segment: the Domestic table is its answer, not a part of it.
+    domestic_caption_only = Passage(DOMESTIC.text, is_table=True, section_path=(MDNA, "Results"))
+    assert not segment_specific(domestic_caption_only, content_terms("Domestic revenue in Q2"))
+    assert segment_specific(domestic_caption_only, content_terms("Total revenue in Q2"))
+    # A text chunk is read by its heading only: prose mentioning a segment is not a segment passage.
+    prose = Passage("Revenue of the Domestic segment fell 7.1%.", section_path=(MDNA, "Overview"))
+    assert not segment_specific(prose)
+
+
+def test_consolidated_prior_puts_the_whole_before_its_parts_unless_a_segment_is_asked():
+    from haystack_fin.core.retrieval.passage_scoring import names_segment
+
+    query = "What was Best Buy's revenue in the second quarter?"
+    passages = [DOMESTIC, SEGMENT_NOTE, CONSOLIDATED]
+    on = score_passages(query, passages, Q_EMB, segment_question=False)
+    assert [s.consolidated for s in on] == [0.0, 0.0, 1.0]
+    assert max(range(3), key=lambda i: on[i].score) == 2
+    # Off when the question names a segment (or is not analysed), or asks for no number.
+    for flag in (True, None):
+        assert all(s.consolidated is None for s in score_passages(query, passages, Q_EMB, segment_question=flag))
+    assert all(
+        s.consolidated is None for s in score_passages("Who audits Best Buy?", passages, Q_EMB, segment_question=False)
+    )
+    off = score_passages(query, passages, Q_EMB, FallbackWeights(consolidated=0.0), segment_question=False)
+    assert max(range(3), key=lambda i: off[i].score) != 2  # without it, the closer segment tables win
+    assert names_segment(["income_statement", "segments"]) and not names_segment(["income_statement"])

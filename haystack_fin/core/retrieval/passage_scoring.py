@@ -28,6 +28,12 @@ signals that are each normalized to [0, 1]:
   (``TermCluster.sections``, matched by ``haystack_fin.core.retrieval.sections.section_match``): 1.0 for a passage
   under such a heading (its ``section_path``), 0 for the others. A note title ("Income Taxes", "Acquisitions") or
   an MD&A subsection says where an analyst reads the answer more surely than the words of a passage do.
+* ``consolidated``: a prior used only when the question asks for a number and names no segment, geography or
+  product line (no lexicon cluster of the ``segments`` family): 0 for a passage about one part of the company (its
+  nearest heading or, for a table, its caption names a segment or geography, ``segment_specific``), 1 for the
+  others. A question that names no segment asks for the consolidated figure (Regulation S-X: the statements are
+  consolidated; segment tables restate parts of them), yet the segment tables of MD&A and the segment note share
+  its row labels ("Revenue") and its words, so the other signals cannot tell them apart.
 
 Why this shape: convex combination of per-signal scores, each scaled by its theoretical minimum (0) and the
 observed maximum of the result set, is the fusion Bruch, Gai and Ingber ("An Analysis of Fusion Functions for
@@ -42,7 +48,7 @@ The two-stage cut that follows this scorer is ``two_stage_selection.py``.
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
@@ -143,8 +149,10 @@ class FallbackWeights:
     0.6-0.8 with table 0.15-0.5 all lie within 0.05 hit@5 of each other, so these are a plateau, not a tuned peak;
     the table prior is the one large effect (+0.10 hit@5, mostly on metric questions). Adding the chunk's context
     line to the BM25 text did not help (``meta_fields_to_embed`` stays opt-in). ``statement`` was set equal to
-    ``table`` before it was measured (results in the README), and ``section`` equal to ``statement`` before it was
-    measured.
+    ``table`` before it was measured (results in the README), ``section`` equal to ``statement`` before it was
+    measured, and ``consolidated`` equal to them after the README's example ("total revenue in Q2 FY2024" on the
+    Best Buy 10-Q fixture, whose store-count tables of each segment match "total" and "2024") showed that half of
+    it does not put a consolidated table first; before it was measured on the evaluation sets.
     """
 
     dense: float = 0.7
@@ -152,6 +160,7 @@ class FallbackWeights:
     table: float = 0.3
     statement: float = 0.3
     section: float = 0.3
+    consolidated: float = 0.3
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -204,6 +213,7 @@ class PassageScore:
     table: float | None
     statement: float | None = None
     section: float | None = None
+    consolidated: float | None = None
 
     def to_dict(self) -> dict[str, float | None]:
         return asdict(self)
@@ -286,6 +296,46 @@ def table_prior(query_terms: Sequence[str], passage: Passage) -> float:
     return len(wanted & label_terms) / len(wanted)
 
 
+# A heading or caption about one part of the company: "Segment Performance Summary", "11. Segments", "Selected
+# financial data for the Domestic segment", "Revenue by reportable segment", "Geographic Information".
+_SEGMENT_CUE = re.compile(r"\b(?:segments?|geographic(?:al)?|by (?:region|geography|geographic area))\b", re.IGNORECASE)
+# The word before "segment" names it ("the Domestic segment"); these words do not.
+_SEGMENT_NAME = re.compile(r"\b([A-Za-z][\w&-]*) segments?\b")
+_GENERIC_SEGMENT_WORDS = frozenset(
+    ("reportable", "operating", "business", "each", "our", "the", "its", "by", "all", "other", "and", "of", "for")
+)
+_CAPTION_CHARS = 200
+
+
+SEGMENT_CATEGORY = "segments"  # the lexicon's topic family of segments, geographies, regions and product lines
+
+
+def names_segment(categories: Iterable[str]) -> bool:
+    """Whether a question whose lexicon clusters have these ``category`` values names a part of the company."""
+    return SEGMENT_CATEGORY in set(categories)
+
+
+def segment_specific(passage: Passage, query_terms: Sequence[str] = ()) -> bool:
+    """True when the passage is about one segment or geography and the question does not name it.
+
+    The passage's nearest heading (the last of ``section_path``) and, for a table, its caption (the text before
+    the first cell, at most 200 characters) are read; a segment named there ("the Domestic segment") that is one of
+    ``query_terms`` makes the passage the question's own segment, not a part of the asked whole.
+    """
+    parts = [passage.section_path[-1]] if passage.section_path else []
+    if passage.is_table:
+        parts.append(passage.text[:_CAPTION_CHARS].split("|", 1)[0])
+    wanted = set(query_terms)
+    for part in parts:
+        if not _SEGMENT_CUE.search(part):
+            continue
+        found = (m.group(1) for m in _SEGMENT_NAME.finditer(part))
+        names = {normalize_term(name) for name in found if name.lower() not in _GENERIC_SEGMENT_WORDS}
+        if not names & wanted:
+            return True
+    return False
+
+
 def score_passages(
     query: str,
     passages: Sequence[Passage],
@@ -296,6 +346,7 @@ def score_passages(
     query_terms: Sequence[str] | None = None,
     wants_number: bool | None = None,
     sections: Mapping[str, str] | None = None,
+    segment_question: bool | None = None,
 ) -> list[PassageScore]:
     """Fallback relevance of each passage to ``query`` in [0, 1], aligned with ``passages`` (see module docstring).
 
@@ -311,6 +362,9 @@ def score_passages(
     ``query_terms`` (``content_terms(query)``) and ``wants_number`` (``asks_for_number(query)``) may be passed when
     the question was analysed once upstream (a QueryAnalyzer); None computes them from ``query``.
 
+    ``segment_question`` says whether the question names a segment, geography or product line (a lexicon cluster of
+    the ``segments`` family); None (or True) leaves the consolidated signal out.
+
     Deterministic: the same inputs give the same floats. Without query terms and embeddings every score is 0, so
     the caller's tie-break (original rank) keeps the retriever's order.
     """
@@ -323,6 +377,7 @@ def score_passages(
     use_table = weights.table > 0 and bool(q_terms) and number
     use_statement = weights.statement > 0 and bool(statements)
     use_section = weights.section > 0 and bool(sections)
+    use_consolidated = weights.consolidated > 0 and number and segment_question is False
 
     lexical = lexical_scores(q_terms, [content_terms(p.text) for p in passages]) if use_lexical else None
     dense = (
@@ -346,9 +401,20 @@ def score_passages(
         sec = (1.0 if section_match(passage.section_path, sections or {}) else 0.0) if use_section else None
         if sec is not None:
             parts.append((weights.section, sec))
+        cons = (0.0 if segment_specific(passage, q_terms) else 1.0) if use_consolidated else None
+        if cons is not None:
+            parts.append((weights.consolidated, cons))
         total = sum(w for w, _ in parts)
         score = sum(w * x for w, x in parts) / total if total > 0 else 0.0
         results.append(
-            PassageScore(score=min(max(score, 0.0), 1.0), dense=d, lexical=lex, table=tab, statement=stm, section=sec)
+            PassageScore(
+                score=min(max(score, 0.0), 1.0),
+                dense=d,
+                lexical=lex,
+                table=tab,
+                statement=stm,
+                section=sec,
+                consolidated=cons,
+            )
         )
     return results
