@@ -9,6 +9,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_fin.components.dual_tree_retriever import DualTreeRetriever
 from haystack_fin.components.graph_expander import GraphExpander
+from haystack_fin.components.passage_window import PassageWindow
 from haystack_fin.store_registry import release_store, shared_filing_cache
 from tests.components.test_dual_tree_retriever import (
     ACME,
@@ -101,4 +102,20 @@ def test_expander_alone_reads_what_it_needs_and_a_retriever_then_finds_it():
     assert len(out["documents"]) > 1 and len(calls) == 1
     cache = shared_filing_cache(store, 1)
     assert FID in cache and cache is expander._filings
+    release_store(store)
+
+
+def test_window_reads_neighbours_from_the_shared_cache():
+    store = InMemoryDocumentStore(index=f"shared-{uuid.uuid4().hex}")
+    store.write_documents([Document(id=d["id"], content=d["content"], meta=d["meta"]) for d in _filing()])
+    hit = [d for d in store.storage.values() if d.meta.get("chunk_index") == 2]
+    alone = PassageWindow(document_store=store, radius=2).run(documents=hit)["documents"]
+    calls = count_filter_calls(store)
+    expander = GraphExpander(document_store=store)
+    expander.run(query="provision for income taxes 2015", documents=hit)
+    assert len(calls) == 1  # the expander's load of the filing
+    window = PassageWindow(document_store=store, radius=2)
+    passages = window.run(documents=hit)["documents"]
+    assert len(calls) == 1  # the neighbours came from the cached filing
+    assert [(p.content, p.meta["window"]) for p in passages] == [(p.content, p.meta["window"]) for p in alone]
     release_store(store)
