@@ -238,15 +238,20 @@ def _close_store(store: Any) -> None:
         client.close()
 
 
+def source_backend(path: Path) -> str:
+    """ "edge" for a Qdrant Edge store folder (haystack-fin's default), "local" for a qdrant-client local-mode one."""
+    return "edge" if (path / INDEX / "edge_config.json").is_file() else "local"
+
+
 def load_source(path: Path, work: Path) -> dict[str, list[Document]]:
-    """Every node of the source index (a qdrant-client local-mode folder), by filing id; read from a copy so the
-    source is never locked or touched."""
+    """Every node of the source index (a Qdrant Edge or qdrant-client local-mode folder), by filing id; read from a
+    copy so the source is never locked or touched."""
     copy = work / "source-copy"
     if copy.exists():
         shutil.rmtree(copy)
     shutil.copytree(path, copy)
     (copy / ".lock").unlink(missing_ok=True)
-    store = _open_store("local", copy, recreate=False)
+    store = _open_store(source_backend(copy), copy, recreate=False)
     try:
         docs = store.filter_documents()
     finally:
@@ -311,6 +316,7 @@ def query_child(store: Path, backend: str, questions_path: Path, filing_ids: set
     # no dev question's first run would be a first touch of its filing.
     runner.run(TRIVIAL_QUERY, filing_ids=[STARTUP_FILING], k=5)
     startup = time.perf_counter() - t0
+    scroll = filtered_scroll_ms(runner)
     questions = [q for q in load_questions(questions_path) if q.doc_name in filing_ids]
     cold: list[float] = []
     warm: list[float] = []
@@ -364,8 +370,26 @@ def query_child(store: Path, backend: str, questions_path: Path, filing_ids: set
         "page_hit@5": round(sum(r["page_hit@5"] for r in per_question.values()) / n_q, 4),
         "doc_hit@5": round(sum(r["doc_hit@5"] for r in per_question.values()) / n_q, 4),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        **scroll,
+        "load_avg": round(os.getloadavg()[0], 2),
         "per_question": per_question,
     }
+
+
+def filtered_scroll_ms(runner: Any, repeat: int = 5) -> dict[str, Any]:
+    """Time one filing's read by filter (``meta.filing_id ==``, what a cold filing costs the store) on the
+    pipeline's open store: if the payload index answers it, the time follows the filing's size, not N."""
+    from haystack_fin.store_registry import shared_store
+
+    store = shared_store(runner.pipe.get_component("retriever").document_store)
+    flt = {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": STARTUP_FILING}
+    times = []
+    n_docs = 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        n_docs = len(store.filter_documents(filters=flt))
+        times.append(1000 * (time.perf_counter() - t))
+    return {"scroll_p50_ms": round(sorted(times)[len(times) // 2], 1), "scroll_nodes": n_docs}
 
 
 def run_child(store: Path, backend: str, args: argparse.Namespace, filing_ids: set[str], timeout: float) -> Any:
@@ -400,6 +424,7 @@ COLUMNS = (
     ("warm_p50_ms", "warm p50"),
     ("warm_p95_ms", "warm p95"),
     ("peak_rss_mb", "RSS MB"),
+    ("scroll_p50_ms", "scroll ms"),
     ("page_hit@5", "page@5"),
     ("doc_hit@5", "doc@5"),
 )
@@ -426,6 +451,12 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-scale"))
     parser.add_argument("--max-seconds", type=float, default=1800, help="per N and backend: write + queries")
     parser.add_argument("--keep", action="store_true", help="keep the stores (default: delete after measuring)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="measure a store kept by an earlier --keep run of the same N and backend instead of writing it again",
+    )
+    parser.add_argument("--write-only", action="store_true", help="write (and keep) the stores, measure nothing")
     parser.add_argument("--child-store", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-backend", help=argparse.SUPPRESS)
     parser.add_argument("--child-filings", help=argparse.SUPPRESS)
@@ -472,11 +503,19 @@ def main() -> int:
             row: dict[str, Any] = {"n": n, "backend": backend}
             start = time.monotonic()
             deadline = start + args.max_seconds
+            marker = store.parent / f"{store.name}.written.json"  # beside the store: never inside its folder
             try:
-                nodes, seconds = write_store(backend, store, by_filing, n, deadline)
-                row.update(nodes=nodes, write_s=round(seconds, 1), disk_mb=round(disk_mb(store), 1))
-                logger.info("%s N=%d: wrote %d nodes in %.1f s", backend, n, nodes, seconds)
-                row.update(run_child(store, backend, args, originals, deadline - time.monotonic()))
+                if args.reuse and marker.exists() and store.exists():
+                    row.update(json.loads(marker.read_text()), reused=True)
+                    logger.info("%s N=%d: reusing %s (written in %s s)", backend, n, store, row.get("write_s"))
+                else:
+                    marker.unlink(missing_ok=True)
+                    nodes, seconds = write_store(backend, store, by_filing, n, deadline)
+                    row.update(nodes=nodes, write_s=round(seconds, 1), disk_mb=round(disk_mb(store), 1))
+                    marker.write_text(json.dumps({k: row[k] for k in ("nodes", "write_s", "disk_mb")}))
+                    logger.info("%s N=%d: wrote %d nodes in %.1f s", backend, n, nodes, seconds)
+                if not args.write_only:
+                    row.update(run_child(store, backend, args, originals, deadline - time.monotonic()))
             except (TimeoutError, subprocess.TimeoutExpired) as exc:
                 row["error"] = f"over --max-seconds {args.max_seconds:.0f} ({exc})"
             except Exception as exc:  # a failing backend is a result of this benchmark, not a crash of it
@@ -486,8 +525,9 @@ def main() -> int:
                 stopped[backend] = f"N={n}: {row['error']}"
                 logger.info("%s stopped at N=%d: %s", backend, n, row["error"])
             results.append(row)
-            if not args.keep and store.exists():
+            if not (args.keep or args.write_only) and store.exists():
                 shutil.rmtree(store)
+                marker.unlink(missing_ok=True)
             if args.out:  # after every row, so a long run that is stopped keeps what it measured
                 args.out.write_text(json.dumps({"results": results, "stopped": stopped}, indent=1))
     print_table(results)

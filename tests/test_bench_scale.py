@@ -108,3 +108,20 @@ def test_distractors_have_unique_filing_ids_across_cycles():
 def test_shift_years_handles_leap_day():
     assert bench.shift_years("2020-02-29", -1) == "2019-02-28"
     assert bench.shift_years("FY2024 Q2", -3) == "FY2021 Q2"
+
+
+def test_write_clone_and_reload_through_an_edge_source(tmp_path):
+    """The source index may be a Qdrant Edge folder (the default store): detected, read back whole from a copy."""
+    source = tmp_path / "src"
+    store = bench._open_store("edge", source, recreate=True)
+    padded = [Document(id=d.id, content=d.content, meta=d.meta, embedding=d.embedding + [0.0] * (bench.DIM - 4))
+              for d in _filing()]  # fmt: skip
+    store.write_documents(padded)
+    bench._close_store(store)
+    assert bench.source_backend(source) == "edge"
+    assert bench.source_backend(tmp_path / "nothing-here") == "local"
+    work = tmp_path / "work"
+    work.mkdir()
+    by_filing = bench.load_source(source, work)
+    assert sorted(by_filing) == [FID] and len(by_filing[FID]) == 4
+    assert not (work / "source-copy").exists()  # the copy is removed, the source untouched

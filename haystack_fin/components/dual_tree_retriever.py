@@ -1,6 +1,4 @@
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,12 +23,13 @@ from haystack_fin.core.retrieval.tree_search import (
 )
 from haystack_fin.core.schema import NodeType
 from haystack_fin.core.statements import statements_in_query
-from haystack_fin.store_registry import SharedStoreClient, shared_store
+from haystack_fin.store_registry import FilingEntry, SharedStoreClient, shared_store
 
 logger = logging.getLogger(__name__)
 
 _FILING_FIELD = f"meta.{schema.FILING_ID}"
 _TREE_NODE_TYPES = (NodeType.SUMMARY.value, NodeType.QUESTION.value)
+_VIEW = "dual_tree"  # this retriever's view of a shared filing entry (it depends on no init parameter)
 
 
 @dataclass
@@ -50,7 +49,7 @@ def _item_key(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _index_node(doc: Document) -> IndexNode:
+def _index_node(doc: Document, embedding: np.ndarray | None) -> IndexNode:
     meta = doc.meta
     level = meta.get(schema.TREE_LEVEL)
     return IndexNode(
@@ -62,7 +61,7 @@ def _index_node(doc: Document) -> IndexNode:
         level=int(level) if level is not None else None,
         parent_id=meta.get(schema.TREE_PARENT_ID),
         children_ids=tuple(meta.get(schema.TREE_CHILDREN_IDS) or ()),
-        embedding=doc.embedding or None,  # Qdrant returns {} for a point stored without a vector
+        embedding=embedding,
     )
 
 
@@ -94,8 +93,10 @@ class DualTreeRetriever(SharedStoreClient):
     chunk first in both rankings scores 1.0.
 
     Per query it works on the filings named by ``budgets`` (FlamRouter output) or by ``filters``. Each filing's
-    nodes are fetched once with ``filter_documents`` and kept, as in-memory trees, in an LRU cache of
-    ``cache_size`` filings; a cached filing is reloaded when its ``filing`` node reports a new ``index_run``
+    nodes are fetched once with ``filter_documents`` into the process-wide filing cache of the store's
+    configuration (``store_registry.FilingCache``, an LRU of at least ``cache_size`` filings, shared with a
+    ``GraphExpander`` on the same store, which then reads nothing itself), and the filing's in-memory trees are
+    built once per cached entry; a cached filing is reloaded when its ``filing`` node reports a new ``index_run``
     (checked with ``get_documents_by_id`` when the store has it, or from an ``index_run`` key in the budget).
     The first query on a filing pays its fetch (about 1.5 s for one filing of a 40k-node embedded Qdrant, which
     scans in Python); ``preload()`` moves that cost to start-up.
@@ -161,7 +162,8 @@ class DualTreeRetriever(SharedStoreClient):
         :param use_summary_tree: let the BM25 walk of the summary tree guide retrieval (ablation switch).
         :param use_question_tree: let the dense walk of the question tree guide retrieval (ablation switch). With
             both switches off every Item is searched flat.
-        :param cache_size: filings whose trees are kept in memory (LRU).
+        :param cache_size: filings whose nodes and trees are kept in memory (LRU; the cache is shared by the
+            components reading this store configuration and holds the largest ``cache_size`` they ask for).
         :param statement_candidates: when the question names a primary financial statement or one of its line
             items (``haystack_fin.core.statements.statements_in_query``), also return the blocks of that statement
             (chunks with ``meta["statement"]``) of every filing searched, whichever Items the budgets name. Trees
@@ -205,8 +207,6 @@ class DualTreeRetriever(SharedStoreClient):
         self.section_candidates = section_candidates
         self._lexicon: Lexicon | None = None
         self._store: Any = None
-        self._cache: OrderedDict[str, _CachedFiling] = OrderedDict()
-        self._lock = threading.RLock()
 
     def to_dict(self) -> dict[str, Any]:
         # One style across components: every init parameter explicitly; default_to_dict serializes the store.
@@ -236,6 +236,7 @@ class DualTreeRetriever(SharedStoreClient):
             self._lexicon = Lexicon.load(self.lexicon_path)
         if self._store is not None:
             return
+        self._attach_filings(self.cache_size)
         store = shared_store(self.document_store)
         if getattr(store, "return_embedding", True) is False:
             raise ValueError(
@@ -245,40 +246,30 @@ class DualTreeRetriever(SharedStoreClient):
         self._store = store
 
     def clear_cache(self) -> None:
-        """Forget all cached filings (e.g. after re-indexing into a store without ``get_documents_by_id``)."""
-        with self._lock:
-            self._cache.clear()
+        """Forget all cached filings of this store configuration, for every component sharing them (e.g. after
+        re-indexing into a store without ``get_documents_by_id``)."""
+        if self._filings is not None:
+            self._filings.clear()
 
     # -- loading --------------------------------------------------------------------------------------------------
-    def _current_runs(self, filing_ids: list[str], hints: dict[str, str]) -> dict[str, str]:
-        """index_run of each cached filing as the store has it now; filings that cannot be checked are left out."""
-        runs = {fid: hints[fid] for fid in filing_ids if fid in hints}
-        to_probe = [fid for fid in filing_ids if fid not in runs]
-        if to_probe and hasattr(self._store, "get_documents_by_id"):
-            # Filing nodes have deterministic ids: fetching them by id is a point lookup, not a scan.
-            nodes = self._store.get_documents_by_id([schema.filing_node_id(fid) for fid in to_probe])
-            for node in (schema.FilingNode.from_meta(n.meta) for n in nodes):
-                if node.filing_id and node.index_run:
-                    runs[node.filing_id] = node.index_run
-        return runs
-
-    def _build(self, filing_id: str, docs: list[Document]) -> _CachedFiling:
-        index_run = None
+    def _build(self, entry: FilingEntry) -> _CachedFiling:
+        """The retriever's view of one cached filing: Item trees (vectors as numpy matrices) and chunk Documents."""
+        filing_id = entry.filing_id
         chunks: dict[str, Document] = {}
         nodes: list[IndexNode] = []
         missing = 0
-        for doc in docs:
+        for doc in entry.docs:
             node_type = doc.meta.get(schema.NODE_TYPE) or NodeType.CHUNK.value
             if node_type == NodeType.FILING:
-                index_run = schema.FilingNode.from_meta(doc.meta).index_run or None
                 continue
+            vector = entry.vectors.get(doc.id)
             if node_type == NodeType.CHUNK:
-                if not doc.embedding:
+                if vector is None:
                     missing += 1
-                chunks[doc.id] = replace(doc, embedding=None)
+                chunks[doc.id] = doc  # the entry's Documents carry no vector: shared, not copied
             elif node_type not in _TREE_NODE_TYPES:
                 continue
-            nodes.append(_index_node(doc))
+            nodes.append(_index_node(doc, vector))
         if chunks and missing == len(chunks):
             raise ValueError(
                 f"The {len(chunks)} chunks of filing {filing_id!r} came back without embeddings. DualTreeRetriever "
@@ -298,53 +289,16 @@ class DualTreeRetriever(SharedStoreClient):
                 statement_ids.setdefault(str(doc.meta[schema.STATEMENT]), []).append(doc.id)
         # Ids sort in filing order ("<filing_id>#chunk-00012"), which makes the heading order deterministic.
         sections = SectionIndex((cid, chunks[cid].meta.get(schema.SECTION_PATH) or ()) for cid in sorted(chunks))
-        return _CachedFiling(filing_id, index_run, build_item_trees(filing_id, nodes), chunks, statement_ids, sections)
-
-    def _fetch(self, filing_ids: list[str]) -> dict[str, _CachedFiling]:
-        """Build the searchable state of filings from one ``filter_documents`` call (one scan for all of them)."""
-        flt = (
-            {"field": _FILING_FIELD, "operator": "==", "value": filing_ids[0]}
-            if len(filing_ids) == 1
-            else {"field": _FILING_FIELD, "operator": "in", "value": filing_ids}
+        return _CachedFiling(
+            filing_id, entry.index_run or None, build_item_trees(filing_id, nodes), chunks, statement_ids, sections
         )
-        by_filing: dict[str, list[Document]] = {fid: [] for fid in filing_ids}
-        for doc in self._store.filter_documents(filters=flt):
-            by_filing.setdefault(str(doc.meta.get(schema.FILING_ID)), []).append(doc)
-        loaded: dict[str, _CachedFiling] = {}
-        for fid in filing_ids:
-            if not by_filing[fid]:
-                logger.warning("filing {filing_id} not found in the document store", filing_id=fid)
-                continue
-            loaded[fid] = self._build(fid, by_filing[fid])
-        return loaded
 
     def _load(self, filing_ids: list[str], hints: dict[str, str], trace: dict[str, Any]) -> dict[str, _CachedFiling]:
-        """The searchable state of each filing, from the cache or fetched (all misses in one store call)."""
-        with self._lock:
-            cached = {fid: self._cache[fid] for fid in filing_ids if fid in self._cache}
-        # Store I/O outside the lock: a cold filing (seconds on a large embedded Qdrant) must not stall queries on
-        # cached ones. Two threads may then fetch the same filing once each; the later insert wins, harmlessly.
-        runs = self._current_runs(list(cached), hints)
-        stale = [fid for fid, entry in cached.items() if fid in runs and runs[fid] != entry.index_run]
-        for fid in stale:
-            del cached[fid]
-        missing = [fid for fid in filing_ids if fid not in cached]
-        loaded: dict[str, _CachedFiling] = {}
-        if missing:
-            start = time.perf_counter()
-            loaded = self._fetch(missing)
-            trace["load_seconds"] = round(time.perf_counter() - start, 4)
-        with self._lock:
-            for fid in cached:
-                if fid in self._cache:
-                    self._cache.move_to_end(fid)
-            for fid, entry in loaded.items():
-                self._cache[fid] = entry
-                self._cache.move_to_end(fid)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        trace.update(hits=sorted(cached), loaded=sorted(loaded), stale=sorted(stale))
-        return {**cached, **loaded}
+        """The searchable state of each filing: from the shared filing cache (all misses read in one store call,
+        cached filings checked against their filing node's ``index_run``), its trees built once per entry."""
+        assert self._filings is not None
+        entries = self._filings.get(self._store, filing_ids, hints, probe=True, trace=trace)
+        return {fid: entries[fid].view(_VIEW, self._build) for fid in filing_ids if fid in entries}
 
     def preload(self, filing_ids: list[str] | None = None) -> list[str]:
         """Fill the cache ahead of the first queries (e.g. when a server starts), with one store call.
@@ -356,9 +310,7 @@ class DualTreeRetriever(SharedStoreClient):
         self.warm_up()
         ids = filing_ids if filing_ids is not None else self._filings_from_filters(None)
         ids = list(dict.fromkeys(ids))[-self.cache_size :]
-        self._load(ids, {}, {})
-        with self._lock:
-            return [fid for fid in ids if fid in self._cache]
+        return list(self._load(ids, {}, {}))
 
     def _filings_from_filters(self, filters: dict[str, Any] | None) -> list[str]:
         named = _filing_ids_in_filter(filters) if filters else None

@@ -1,6 +1,4 @@
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -15,7 +13,7 @@ from haystack_fin.core.graph.expand import ExpansionParams, entity_hit, expand, 
 from haystack_fin.core.graph.explain import path_words
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.retrieval.question_analysis import analysis_for
-from haystack_fin.store_registry import SharedStoreClient
+from haystack_fin.store_registry import FilingEntry, SharedStoreClient
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +22,9 @@ _FILING_FIELD = f"meta.{schema.FILING_ID}"
 
 def _is_chunk(doc: Document) -> bool:
     return str(doc.meta.get(schema.NODE_TYPE) or schema.NodeType.CHUNK.value) == schema.NodeType.CHUNK
+
+
+_NO_GRAPH = object()  # the view of a filing without chunks (nothing to expand)
 
 
 @dataclass
@@ -40,14 +41,17 @@ class GraphExpander(SharedStoreClient):
     (``haystack_fin.core.graph``): explicit references ("see Note 7"), table structure (a table and the paragraph
     that introduces it, a cell's row metric and column period) and confirmed same-value links.
 
-    Place it between a retriever and a ranker. For each filing among the incoming ``documents`` it loads the
-    filing's chunks from ``document_store`` once and builds the graph (from entities and edges stored in chunk meta
-    when present, else from chunk text and meta), cached per filing and rebuilt when the chunks' ``index_run``
-    changes. Anchors are the chunks holding the question's metrics and periods (a table cell "capex | 2018" first);
-    the expansion walks 1-``max_hops`` hops from the anchors and the top incoming candidates, scores every reached
-    chunk ``entity_weight * entity hit + hop_weight * hop proximity + vector_weight * cosine`` and adds at most
-    ``max_added`` (intent-required ones first: a ratio's input statements, a comparison's periods, a "why"
-    question's table paragraph). Incoming documents pass through unchanged, in order, with ``meta["graph"]``
+    Place it between a retriever and a ranker. For each filing among the incoming ``documents`` it takes the
+    filing's chunks from the process-wide filing cache of ``document_store``'s configuration
+    (``store_registry.FilingCache``, shared with a ``DualTreeRetriever`` on the same store, so a cold filing is read
+    once for both; after another retriever it reads the filing itself) and builds the graph (from entities and
+    edges stored in chunk meta when present, else from chunk text and meta) once per cached entry; an entry is
+    reloaded when the incoming chunks carry another ``index_run``. Anchors are the chunks holding the question's
+    metrics and periods (a table cell "capex | 2018" first); the expansion walks 1-``max_hops`` hops from the
+    anchors and the top incoming candidates, scores every reached chunk ``entity_weight * entity hit + hop_weight *
+    hop proximity + vector_weight * cosine`` and adds at most ``max_added`` (intent-required ones first: a ratio's
+    input statements, a comparison's periods, a "why" question's table paragraph). Incoming documents pass through
+    unchanged, in order, with ``meta["graph"]``
     (their entity hit); added ones follow with ``meta["graph"]`` = score parts, the path of edges (type,
     kind, confidence) that pulled them in and ``explain``, that path in plain words,
     ``meta["retrieval"] = {"mode": "graph"}`` and a ``budget_k``: the
@@ -94,7 +98,8 @@ class GraphExpander(SharedStoreClient):
         :param vector_weight: weight of the cosine between the question's and the chunk's vectors (needs
             ``query_embedding``).
         :param min_score: added passages below this score are dropped (intent-required ones are kept).
-        :param cache_size: filings whose graphs are kept (LRU).
+        :param cache_size: filings whose nodes and graphs are kept (LRU; the cache is shared by the components
+            reading this store configuration and holds the largest ``cache_size`` they ask for).
         :param lexicon_path: lexicon JSON (metrics of chunks and question); default: the built-in lexicon.
         """
         if not isinstance(max_added, int) or isinstance(max_added, bool) or max_added < 0:
@@ -118,8 +123,6 @@ class GraphExpander(SharedStoreClient):
         self.lexicon_path = lexicon_path
         self._lexicon: Lexicon | None = None
         self._store: Any = None
-        self._cache: OrderedDict[str, _CachedGraph] = OrderedDict()
-        self._lock = threading.RLock()
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -140,80 +143,93 @@ class GraphExpander(SharedStoreClient):
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        """Load the lexicon and bind the process-wide store instance; idempotent."""
+        """Load the lexicon and bind the process-wide store instance and filing cache; idempotent."""
         if self._lexicon is None:
             self._lexicon = Lexicon.load(self.lexicon_path)
         self._attach_store()
+        self._attach_filings(self.cache_size)
 
     def clear_cache(self) -> None:
-        with self._lock:
-            self._cache.clear()
+        """Forget the cached filings of this store configuration (shared with the retriever on the same store)."""
+        if self._filings is not None:
+            self._filings.clear()
 
     # -- graphs ---------------------------------------------------------------------------------------------------
+    def _view_key(self) -> str:
+        # The graph depends on the lexicon (metrics of the chunks); the expansion parameters apply at query time.
+        return f"graph:{self.lexicon_path or ''}"
+
     def _load(self, filing_id: str, index_run: str) -> _CachedGraph | None:
-        with self._lock:
-            cached = self._cache.get(filing_id)
-            if cached is not None and (not index_run or cached.graph.index_run == index_run):
-                self._cache.move_to_end(filing_id)
-                return cached
-        docs = self._store.filter_documents(filters={"field": _FILING_FIELD, "operator": "==", "value": filing_id})
-        chunks = [d for d in docs if _is_chunk(d)]
-        if not chunks:
+        """The filing's graph: its nodes from the shared filing cache (read from the store only if no component
+        has them cached), the graph built once per cached entry. ``index_run`` (from the incoming chunks) reloads
+        an entry of another run."""
+        assert self._filings is not None
+        entry = self._filings.get(self._store, [filing_id], {filing_id: index_run} if index_run else None).get(
+            filing_id
+        )
+        return self._graph_of(entry, filing_id)
+
+    def _graph_of(self, entry: FilingEntry | None, filing_id: str) -> _CachedGraph | None:
+        graph = entry.view(self._view_key(), self._build) if entry is not None else _NO_GRAPH
+        if graph is _NO_GRAPH:
             logger.warning("filing {filing_id}: no chunks in the document store, not expanded", filing_id=filing_id)
             return None
-        return self._build(filing_id, index_run, chunks)
+        return graph
 
-    def _build(self, filing_id: str, index_run: str, chunks: list[Document]) -> _CachedGraph:
+    def _cached_graph(self, filing_id: str) -> FilingGraph | None:
+        """The graph cached for ``filing_id``, without reading the store (for inspection and tests)."""
+        entry = self._filings.cached(filing_id) if self._filings is not None else None
+        graph = entry.views.get(self._view_key()) if entry is not None else None
+        return graph.graph if isinstance(graph, _CachedGraph) else None
+
+    def _build(self, entry: FilingEntry) -> "_CachedGraph | object":
         assert self._lexicon is not None
-        run = index_run or str(chunks[0].meta.get(schema.INDEX_RUN) or "")
+        chunks = [d for d in entry.docs if _is_chunk(d)]
+        if not chunks:
+            return _NO_GRAPH
+        run = entry.index_run or str(chunks[0].meta.get(schema.INDEX_RUN) or "")
         graph = build_filing_graph(
-            ({"id": d.id, "content": d.content, "meta": d.meta} for d in chunks), self._lexicon, filing_id, run
+            ({"id": d.id, "content": d.content, "meta": d.meta} for d in chunks), self._lexicon, entry.filing_id, run
         )
         vectors: dict[str, np.ndarray] = {}
         for d in chunks:
-            if d.embedding:
-                v = np.asarray(d.embedding, dtype=np.float32)
+            v = entry.vectors.get(d.id)
+            if v is not None:
                 n = float(np.linalg.norm(v))
                 if n > 0:
                     vectors[d.id] = v / n
-        entry = _CachedGraph(
-            graph, {d.id: replace(d, embedding=None) for d in chunks}, vectors, FiscalCalendar.from_meta(chunks[0].meta)
-        )
         logger.info(
-            "filing {filing_id}: graph of {n} chunks built in {s:.3f} s", filing_id=filing_id, n=len(chunks),
+            "filing {filing_id}: graph of {n} chunks built in {s:.3f} s", filing_id=entry.filing_id, n=len(chunks),
             s=graph.seconds,
         )  # fmt: skip
-        with self._lock:
-            self._cache[filing_id] = entry
-            self._cache.move_to_end(filing_id)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return entry
+        # The entry's Documents carry no vector: shared with the retriever's view, not copied.
+        return _CachedGraph(graph, {d.id: d for d in chunks}, vectors, FiscalCalendar.from_meta(chunks[0].meta))
+
+    def _filings_in_store(self) -> list[str]:
+        # Filing nodes first (a payload-index lookup on an Edge or server store); a plain index has none, and then
+        # its chunks name the filings (a scan, as before).
+        for node_type in (schema.NodeType.FILING.value, schema.NodeType.CHUNK.value):
+            flt = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": node_type}
+            ids = {str(d.meta[schema.FILING_ID]) for d in self._store.filter_documents(filters=flt)
+                   if d.meta.get(schema.FILING_ID)}  # fmt: skip
+            if ids:
+                return sorted(ids)
+        return []
 
     def preload(self, filing_ids: list[str] | None = None) -> list[str]:
         """Build and cache the graphs ahead of the first queries (what a server or a benchmark does at start-up;
-        otherwise each filing's first query pays a store scan and the build), with one store call.
+        otherwise each filing's first query pays its load and the build). Filings already in the shared cache
+        (a retriever's ``preload``) are not read again; the others are read with one store call.
 
-        :param filing_ids: filings to load; None = every filing with chunks in the store, up to ``cache_size``.
-        :returns: the filing ids now cached.
+        :param filing_ids: filings to load; None = every filing in the store, up to ``cache_size``.
+        :returns: the filing ids whose graphs are now cached.
         """
         self.warm_up()
-        chunk_filter = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": schema.NodeType.CHUNK.value}
-        flt: dict[str, Any] = chunk_filter
-        if filing_ids is not None:
-            flt = {
-                "operator": "AND",
-                "conditions": [chunk_filter, {"field": _FILING_FIELD, "operator": "in", "value": list(filing_ids)}],
-            }
-        by_filing: dict[str, list[Document]] = {}
-        for doc in self._store.filter_documents(filters=flt):
-            fid = doc.meta.get(schema.FILING_ID)
-            if fid and _is_chunk(doc):
-                by_filing.setdefault(str(fid), []).append(doc)
-        ids = sorted(by_filing)[-self.cache_size :]
-        for fid in ids:
-            self._build(fid, "", by_filing[fid])
-        return ids
+        assert self._filings is not None
+        ids = list(dict.fromkeys(filing_ids if filing_ids is not None else self._filings_in_store()))
+        ids = ids[-self.cache_size :]
+        entries = self._filings.get(self._store, ids)
+        return sorted(fid for fid in ids if fid in entries and self._graph_of(entries[fid], fid) is not None)
 
     @component.output_types(documents=list[Document], trace=dict)
     def run(

@@ -6,9 +6,15 @@ from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
 from haystack_fin.core.retrieval.windows import WindowPart, build_window, chunk_index, join_window, neighbour_ids
-from haystack_fin.store_registry import SharedStoreClient
+from haystack_fin.store_registry import FilingEntry, SharedStoreClient
 
 logger = logging.getLogger(__name__)
+
+_BY_ID = "by_id"  # a shared filing entry's nodes by id
+
+
+def _docs_by_id(entry: FilingEntry) -> dict[str, Document]:
+    return {d.id: d for d in entry.docs}
 
 
 def _part(doc: Document) -> WindowPart:
@@ -26,8 +32,9 @@ class PassageWindow(SharedStoreClient):
     """Grows each ranked chunk into a passage of its neighbouring chunks (small-to-big retrieval).
 
     Expects chunks from ``FilingSplitter`` (deterministic ids ``<filing_id>#chunk-00012``), ranked best first, e.g.
-    from ``TwoStageRanker``. For each, the ``radius`` chunks before and after are fetched by id (a direct lookup, no
-    scan) and added in reading order while they belong to the same Item (a table block grows only with blocks of
+    from ``TwoStageRanker``. For each, the ``radius`` chunks before and after are fetched by id (from the filing
+    cache a retriever on the same store shares, ``store_registry.FilingCache``, else a direct lookup, no scan) and
+    added in reading order while they belong to the same Item (a table block grows only with blocks of
     the same table; the table's title and header then appear once) and the passage stays within ``max_words``. A
     chunk already inside a better-ranked passage is skipped, so passages never repeat text. The passage keeps the
     hit's id, score and meta; ``content`` becomes the window, ``page_numbers`` the union of its pages, and
@@ -72,15 +79,34 @@ class PassageWindow(SharedStoreClient):
 
     def warm_up(self) -> None:
         self._attach_store()
+        self._attach_filings(1)  # only read: the filings a retriever on the same store has cached
 
     def _fetch(self, ids: list[str]) -> dict[str, Document]:
         if not ids:
             return {}
+        # A filing the shared cache holds is there whole (the retriever just loaded or checked it): its neighbours
+        # are looked up in memory, and an id it lacks (past the filing's last chunk) does not exist.
+        found: dict[str, Document] = {}
+        rest: list[str] = []
+        entries: dict[str, Any] = {}
+        for node_id in ids:
+            fid = schema.filing_id_of(node_id)
+            if fid not in entries:
+                entries[fid] = self._filings.cached(fid) if self._filings is not None else None
+            entry = entries[fid]
+            if entry is None:
+                rest.append(node_id)
+                continue
+            doc = entry.view(_BY_ID, _docs_by_id).get(node_id)
+            if doc is not None:
+                found[node_id] = doc
+        if not rest:
+            return found
         if hasattr(self._store, "get_documents_by_id"):
-            docs = self._store.get_documents_by_id(ids)
+            docs = self._store.get_documents_by_id(rest)
         else:
-            docs = self._store.filter_documents({"field": "id", "operator": "in", "value": ids})
-        return {d.id: d for d in docs}
+            docs = self._store.filter_documents({"field": "id", "operator": "in", "value": rest})
+        return {**found, **{d.id: d for d in docs}}
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:

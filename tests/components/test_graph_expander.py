@@ -64,12 +64,12 @@ def test_cache_follows_index_run() -> None:
     expander = GraphExpander(document_store=store)
     hit = store.filter_documents({"field": "meta.chunk_index", "operator": "==", "value": 2})
     expander.run(query="provision for income taxes 2015", documents=hit)
-    first = expander._cache[FID].graph
+    first = expander._cached_graph(FID)
     expander.run(query="provision for income taxes 2015", documents=hit)
-    assert expander._cache[FID].graph is first  # same index_run: reused
+    assert expander._cached_graph(FID) is first  # same index_run: reused
     rerun = [Document(id=d.id, content=d.content, meta={**d.meta, schema.INDEX_RUN: "run-2"}) for d in hit]
     expander.run(query="provision for income taxes 2015", documents=rerun)
-    assert expander._cache[FID].graph is not first
+    assert expander._cached_graph(FID) is not first
 
 
 def test_yaml_round_trip() -> None:
@@ -86,13 +86,13 @@ def test_preload_builds_graphs_before_the_first_query() -> None:
     expander = GraphExpander(document_store=store)
     assert expander.preload() == [FID] and expander.preload([FID]) == [FID]
     assert expander.preload(["OTHER"]) == []
-    graph = expander._cache[FID].graph
+    graph = expander._cached_graph(FID)
     calls = []
     original = store.filter_documents
     store.filter_documents = lambda *a, **k: calls.append(k) or original(*a, **k)  # type: ignore[method-assign]
     hit = original({"field": "meta.chunk_index", "operator": "==", "value": 2})
     out = expander.run(query="provision for income taxes 2015", documents=hit)
-    assert calls == [] and expander._cache[FID].graph is graph  # no store scan, no rebuild on the first query
+    assert calls == [] and expander._cached_graph(FID) is graph  # no store scan, no rebuild on the first query
     assert len(out["documents"]) > 1
 
 
