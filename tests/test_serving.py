@@ -2,6 +2,8 @@
 errors, and (integration) a Hayhooks server on 127.0.0.1 answering ``/run``, ``/v1/chat/completions`` and
 ``/status`` against a store indexed from the Best Buy 10-Q fixture."""
 
+import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -10,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ from haystack import Document, Pipeline
 from helpers.ollama_stub import INVENTED, OllamaStub
 
 from haystack_fin.cli import main
-from haystack_fin.pipeline_loader import ALLOWED_MODULES, pipeline_dict
+from haystack_fin.pipeline_loader import ALLOWED_MODULES, GENERATION_COMPONENTS, pipeline_dict
 from haystack_fin.serving import (
     MAX_QUESTION_CHARS,
     PIPELINE_NAME,
@@ -26,7 +29,6 @@ from haystack_fin.serving import (
     STORE_ENV,
     RequestError,
     ServingConfig,
-    answer_pipeline_dict,
     hayhooks_command,
     ollama_reachable,
     render_chat,
@@ -72,27 +74,52 @@ def test_good_question_is_normalized():
     assert len(validate_question("y" * MAX_QUESTION_CHARS)[0]) == MAX_QUESTION_CHARS
 
 
-def test_answer_pipeline_over_the_ollama_wire_protocol():
-    """The YAML's prompt builder, OllamaChatGenerator (pointed at the stub by configuration) and answer builder, then
-    the checker: the stub's copied figure is supported by the table cell, its invented one is not."""
+def _generation_part(url: str, model: str | None = None) -> Pipeline:
+    """query.yaml's generation components as shipped (gate, prompt builder, OllamaChatGenerator, answer builder,
+    checker) and their connections, the generator pointed at ``url``: the part after the window, without a store."""
+    data = pipeline_dict("query")
+    names = set(GENERATION_COMPONENTS)
+    components = {n: data["components"][n] for n in GENERATION_COMPONENTS}
+    components["llm"]["init_parameters"].update({"url": url, **({"model": model} if model else {})})
+    connections = [
+        c for c in data["connections"] if c["sender"].split(".")[0] in names and c["receiver"].split(".")[0] in names
+    ]
+    assert {"sender": "answer_builder.answers", "receiver": "checker.answers"} in connections
+    return Pipeline.from_dict({"components": components, "connections": connections}, allowed_modules=ALLOWED_MODULES)
+
+
+def _generation_inputs(docs: list[Document], generate: bool | None = None) -> dict[str, Any]:
+    # In query.yaml the window feeds gate, answer_builder and checker; here the test does.
+    gate = {"documents": docs, **({} if generate is None else {"generate": generate})}
+    return {
+        "gate": gate,
+        "prompt_builder": {"query": QUESTION},
+        "answer_builder": {"query": QUESTION, "documents": docs},
+        "checker": {"documents": docs},
+    }
+
+
+def test_query_yaml_generation_over_the_ollama_wire_protocol():
+    """The YAML's gate, prompt builder, OllamaChatGenerator (pointed at the stub) and answer builder, then its
+    checker: the stub's copied figure is supported by the table cell, its invented one is not."""
     with OllamaStub() as stub:
-        data = answer_pipeline_dict(pipeline_dict("query"), ServingConfig(ollama_url=stub.url, ollama_model="m:1"))
-        pipe = Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
-        docs = [TABLE]
-        out = pipe.run(
-            {
-                "prompt_builder": {"query": QUESTION, "documents": docs},
-                "answer_builder": {"query": QUESTION, "documents": docs},
-                "checker": {"documents": docs},
-            }
-        )
+        out = _generation_part(stub.url, "m:1").run(_generation_inputs([TABLE]))
         (request,) = stub.requests
     assert request["model"] == "m:1" and "[1] BEST BUY CO., INC. 10-Q" in request["messages"][-1]["content"]
+    assert "Copy every number exactly" in request["messages"][0]["content"]
     answer = out["checker"]["answers"][0]
     assert answer.data == f"The reported figure is 8,890 [1]. The stub also invents {INVENTED} [1]."
     (citation,) = answer.meta["citations"]
     assert citation["numbers"][0]["label"] == "Domestic" and citation["table_id"] == "BBY#table-0022"
     assert [u["text"] for u in answer.meta["unsupported_numbers"]] == [INVENTED]
+
+
+@pytest.mark.parametrize(("docs", "generate"), [([TABLE], False), ([], None)], ids=["generate-false", "no-passage"])
+def test_closed_gate_calls_no_generator(docs, generate):
+    with OllamaStub() as stub:
+        out = _generation_part(stub.url).run(_generation_inputs(docs, generate))
+        assert stub.requests == []
+    assert out == {"gate": {"skipped": True}}  # no answer and no error: the caller reports the passages
 
 
 def test_server_environment_carries_store_allowlist_and_offline_model():
@@ -117,6 +144,7 @@ def test_wrapper_folder_is_where_hayhooks_looks():
     assert hayhooks_command("127.0.0.1", 9, REPO / "pipelines")[3:] == [
         "run", "--host", "127.0.0.1", "--port", "9", "--pipelines-dir", str(REPO / "pipelines"),
     ]  # fmt: skip
+    assert hayhooks_command("127.0.0.1", 9, REPO / "pipelines", mcp=True)[3:6] == ["mcp", "run", "--host"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -162,38 +190,50 @@ def bestbuy_store(tmp_path_factory) -> str:
     return store
 
 
+@contextlib.contextmanager
+def _serving(store: str, log: Path, ollama_url: str, ready: Callable[[str], bool], *extra: str) -> Iterator[str]:
+    """``haystack-fin serve`` (``extra``: e.g. ``--mcp``) on a free 127.0.0.1 port; yields the base URL once
+    ``ready(base)`` holds, and stops the server after the block."""
+    port = _free_port()
+    command = [sys.executable, "-m", "haystack_fin.cli", "serve", "--store", store, "--port", str(port), *extra]
+    command += ["--ollama-url", ollama_url]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ}, cwd=REPO)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"server exited with {proc.returncode}: {log.read_text()[-2000:]}")
+            try:
+                if ready(base):
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"server not ready after 90 s: {log.read_text()[-2000:]}")
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _rest_ready(base: str) -> bool:
+    status, body = _request(f"{base}/status", timeout=2)
+    return status == 200 and PIPELINE_NAME in json.loads(body)["pipelines"]
+
+
 @pytest.fixture(scope="module")
 def server(bestbuy_store, tmp_path_factory):
     """``haystack-fin serve`` on a free 127.0.0.1 port with the Ollama stub; yields (base URL, stub)."""
-    port = _free_port()
     log = tmp_path_factory.mktemp("serving-log") / "server.log"
-    with OllamaStub() as stub, open(log, "wb") as out:
-        command = [sys.executable, "-m", "haystack_fin.cli", "serve", "--store", bestbuy_store, "--port", str(port)]
-        command += ["--ollama-url", stub.url]
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ}, cwd=REPO)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline:
-                if proc.poll() is not None:
-                    pytest.fail(f"server exited with {proc.returncode}: {log.read_text()[-2000:]}")
-                try:
-                    status, body = _request(f"{base}/status", timeout=2)
-                    if status == 200 and PIPELINE_NAME in json.loads(body)["pipelines"]:
-                        break
-                except (urllib.error.URLError, ConnectionError, TimeoutError):
-                    pass
-                time.sleep(0.5)
-            else:
-                pytest.fail(f"server not ready after 90 s: {log.read_text()[-2000:]}")
-            yield base, stub
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    with OllamaStub() as stub, _serving(bestbuy_store, log, stub.url, _rest_ready) as base:
+        yield base, stub
 
 
 @pytest.mark.integration
@@ -262,14 +302,11 @@ def test_evidence_only_chat_answer_states_the_reason():
 @pytest.mark.integration
 def test_live_ollama_answer_is_checked():
     """Against a real Ollama server with the YAML's model, when one is reachable (none is on this machine)."""
-    data = answer_pipeline_dict(pipeline_dict("query"), ServingConfig.from_env())
-    url = data["components"]["llm"]["init_parameters"]["url"]
+    config = ServingConfig.from_env()
+    url = config.ollama_url or pipeline_dict("query")["components"]["llm"]["init_parameters"]["url"]
     if not ollama_reachable(url):
         pytest.skip(f"no Ollama server at {url}")
-    pipe = Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
-    docs = [TABLE]
-    inputs = {"query": QUESTION, "documents": docs}
-    out = pipe.run({"prompt_builder": inputs, "answer_builder": inputs, "checker": {"documents": docs}})
+    out = _generation_part(url, config.ollama_model).run(_generation_inputs([TABLE]))
     answer = out["checker"]["answers"][0]
     assert answer.data.strip()
     assert isinstance(answer.meta["citations"], list) and isinstance(answer.meta["unsupported_numbers"], list)
@@ -297,3 +334,66 @@ def test_ask_says_what_is_not_there(bestbuy_store, tmp_path, capsys):
     notes = capsys.readouterr().err.strip().splitlines()
     assert "note: not in the indexed filings: no indexed company is named 'Apple'" in notes[0]
     assert notes[1] == "note: not in the indexed filings: no indexed BEST BUY CO., INC. filing is for FY2019"
+
+
+@pytest.mark.integration
+def test_ask_prints_and_carries_the_check(bestbuy_store, tmp_path, capsys, monkeypatch):
+    """``ask`` runs the one query pipeline: with the Ollama stub its answer, citations and unsupported numbers come
+    out (text and --json); the passages are those of ``--no-llm`` (generation runs after the window)."""
+    import shutil
+
+    store = str(tmp_path / "idx")
+    shutil.copytree(bestbuy_store, store)
+    assert main(["ask", QUESTION, "--store", store, "--no-llm", "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert (
+        plain["answer"] is None and plain["citations"] is None and plain["trace"]["generation"] == "skipped: --no-llm"
+    )
+    with OllamaStub() as stub:
+        monkeypatch.setenv("HAYSTACK_FIN_OLLAMA_URL", stub.url)
+        assert main(["ask", QUESTION, "--store", store, "--json"]) == 0
+        checked = json.loads(capsys.readouterr().out)
+        assert main(["ask", QUESTION, "--store", store, "--explain"]) == 0
+        text = capsys.readouterr().out
+    assert [p["id"] for p in checked["passages"]] == [p["id"] for p in plain["passages"]]
+    assert checked["trace"]["generation"] == "ollama"
+    assert checked["citations"][0]["filing_id"] == "BBY" and checked["citations"][0]["numbers"]
+    assert [u["text"] for u in checked["unsupported_numbers"]] == [INVENTED]
+    assert f"Numbers not found in the cited passages (check them): {INVENTED}" in text
+    assert "Scope: scoped to BEST BUY CO., INC." in text and "Items (FLAM" in text and "Retrieved by:" in text
+
+
+async def _call_mcp_tool(url: str, arguments: dict[str, Any]) -> tuple[list[Any], Any]:
+    """List the tools of an MCP server over streamable HTTP and call haystack-fin's (the ``mcp`` package's client)."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = (await session.list_tools()).tools
+        return tools, await session.call_tool(PIPELINE_NAME, arguments)
+
+
+@pytest.mark.integration
+def test_mcp_tool_answers_with_cited_passages(bestbuy_store, tmp_path):
+    """``haystack-fin serve --mcp``: Hayhooks' MCP server on 127.0.0.1; an MCP client lists the pipeline as a tool
+    (run_api's signature as its schema) and calls it; the result carries cited passages and the number check."""
+    pytest.importorskip("mcp")
+    import shutil
+
+    store = str(tmp_path / "idx")
+    shutil.copytree(bestbuy_store, store)  # the REST server of this module may hold the original
+
+    def ready(base: str) -> bool:
+        return _request(f"{base}/status", timeout=2)[0] == 200
+
+    with OllamaStub() as stub, _serving(store, tmp_path / "mcp.log", stub.url, ready, "--mcp") as base:
+        tools, result = asyncio.run(_call_mcp_tool(f"{base}/mcp", {"question": QUESTION, "k": 3}))
+    tool = next(t for t in tools if t.name == PIPELINE_NAME)
+    assert {"question", "filing_ids", "k", "explain"} <= set(tool.inputSchema["properties"])
+    assert tool.inputSchema["required"] == ["question"] and "SEC filings" in (tool.description or "")
+    assert not result.isError, result.content
+    out = json.loads(result.content[0].text)
+    assert len(out["passages"]) == 3 and all(p["filing_id"] == "BBY" and p["pages"] for p in out["passages"])
+    assert out["generation"] == "ollama" and out["citations"][0]["filing_id"] == "BBY"
+    assert [u["text"] for u in out["unsupported_numbers"]] == [INVENTED]
