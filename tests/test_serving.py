@@ -397,3 +397,100 @@ def test_mcp_tool_answers_with_cited_passages(bestbuy_store, tmp_path):
     assert len(out["passages"]) == 3 and all(p["filing_id"] == "BBY" and p["pages"] for p in out["passages"])
     assert out["generation"] == "ollama" and out["citations"][0]["filing_id"] == "BBY"
     assert [u["text"] for u in out["unsupported_numbers"]] == [INVENTED]
+
+
+def _subset_pdf(folder: Path, ranges: tuple[tuple[int, int], ...], name: str) -> Path:
+    import pymupdf
+
+    source, subset = pymupdf.open(FIXTURE), pymupdf.open()
+    for first, last in ranges:
+        subset.insert_pdf(source, from_page=first, to_page=last)
+    path = folder / name
+    subset.save(path)
+    return path
+
+
+@pytest.mark.integration
+def test_reindex_while_queries_run_never_mixes_runs(bestbuy_store, tmp_path):
+    """A filing re-indexed while questions run against the warm query pipeline (one process, the store shared as a
+    server's would be): every answer comes from one indexing run of the filing, old or new, never both, with no
+    error; after the write, answers come from the new run without a restart."""
+    import shutil
+    import threading
+
+    from haystack_fin.components.filing_writer import FilingWriter
+    from haystack_fin.core import schema
+    from haystack_fin.pipeline_loader import drop_components, load_pipeline
+    from haystack_fin.query_runner import QueryRunner
+    from haystack_fin.store_registry import shared_store
+
+    store_dir = str(tmp_path / "idx")
+    shutil.copytree(bestbuy_store, store_dir)
+    # The new version of the filing: two more pages of notes before the revenue note, so a new index_run, and the
+    # chunk ids after them hold other text than before (a mix of runs would show in the passages' text).
+    new_pdf = _subset_pdf(tmp_path, ((0, 6), (9, 13)), "bestbuy-10q-more.pdf")
+    indexing = load_pipeline("indexing", store_path=store_dir, transform=lambda d: drop_components(d, ("writer",)))
+    built = indexing.run(
+        {"converter": {"sources": [str(new_pdf)], "meta": {"filing_id": "BBY"}}},
+        include_outputs_from={"tree_builder", "splitter"},
+    )
+    new_nodes, filing_nodes = built["tree_builder"]["documents"], built["splitter"]["filing_nodes"]
+    new_run = filing_nodes[0].meta[schema.INDEX_RUN]
+
+    runner = QueryRunner(store_dir, generate=False)
+    try:
+        old_run = runner.run(QUESTION, k=3).passages[0].meta[schema.INDEX_RUN]
+        assert old_run != new_run
+        store = shared_store(runner.pipe.get_component("retriever").document_store)
+        old_text = {d.id: d.content for d in store.filter_documents({"field": "meta.filing_id", "operator": "==",
+                                                                      "value": "BBY"})}  # fmt: skip
+        new_text = {d.id: d.content for d in [*new_nodes, *filing_nodes]}
+        write = store.write_documents
+
+        def slow_write(documents, policy=None):  # a write that takes a few seconds, as a large filing's does
+            for start in range(0, len(documents), 8):
+                write(documents[start : start + 8], policy=policy)
+                time.sleep(0.1)
+            return len(documents)
+
+        store.write_documents = slow_write
+        questions = [QUESTION, "What were the restructuring charges?", "What was the gross profit rate?"]
+        results: list[tuple[str, list[Any]]] = []
+        errors: list[BaseException] = []
+        done = threading.Event()
+
+        def ask_loop() -> None:
+            n = n_after = 0
+            while n_after < 3:  # until three questions were asked after the write
+                when = "after" if done.is_set() else "during"  # when the question was asked
+                n_after += when == "after"
+                try:
+                    results.append((when, runner.run(questions[n % 3], k=3).passages))
+                except BaseException as exc:  # recorded, the loop goes on as a server would
+                    errors.append(exc)
+                n += 1
+
+        thread = threading.Thread(target=ask_loop)
+        thread.start()
+        time.sleep(0.3)
+        report = FilingWriter(document_store=store).run(documents=new_nodes, filing_nodes=filing_nodes)
+        done.set()
+        thread.join(timeout=120)
+        store.write_documents = write
+    finally:
+        runner.close()
+    assert not errors, errors
+    assert report["documents_written"] == len(new_text)
+    assert sum(1 for i, t in old_text.items() if i in new_text and new_text[i] != t) > 10  # ids whose text changed
+    during = [passages for when, passages in results if when == "during"]
+    assert len(during) >= 3, "questions ran while the filing was written"
+    for _, passages in results:
+        runs = {p.meta[schema.INDEX_RUN] for p in passages}
+        assert len(runs) == 1, runs  # one run per answer
+        text = old_text if runs == {old_run} else new_text
+        for p in passages:  # the window's neighbours too: every chunk of the passage is that run's version
+            for chunk_id in p.meta[schema.WINDOW]:
+                assert " ".join(text[chunk_id].split())[:80] in " ".join(p.content.split()), chunk_id
+    after = [passages for when, passages in results if when == "after"]
+    assert after and {p.meta[schema.INDEX_RUN] for ps in after for p in ps} == {new_run}  # no restart needed
+    assert {p.meta[schema.INDEX_RUN] for ps in during for p in ps} <= {old_run, new_run}

@@ -97,6 +97,9 @@ class DualTreeRetriever(SharedStoreClient):
     nodes are fetched once with ``filter_documents`` and kept, as in-memory trees, in an LRU cache of
     ``cache_size`` filings; a cached filing is reloaded when its ``filing`` node reports a new ``index_run``
     (checked with ``get_documents_by_id`` when the store has it, or from an ``index_run`` key in the budget).
+    Only the nodes of the filing node's ``index_run`` are kept: while a re-index is being written, the store holds
+    nodes of two runs, and FilingWriter writes the filing node last, so the old run is read until the new one is
+    complete, never a mix.
     The first query on a filing pays its fetch (about 1.5 s for one filing of a 40k-node embedded Qdrant, which
     scans in Python); ``preload()`` moves that cost to start-up.
     Works with any Haystack document store that returns embeddings from ``filter_documents``: ``QdrantDocumentStore``
@@ -263,14 +266,25 @@ class DualTreeRetriever(SharedStoreClient):
         return runs
 
     def _build(self, filing_id: str, docs: list[Document]) -> _CachedFiling:
-        index_run = None
+        index_run = next(
+            (
+                schema.FilingNode.from_meta(d.meta).index_run or None
+                for d in docs
+                if (d.meta.get(schema.NODE_TYPE) or NodeType.CHUNK.value) == NodeType.FILING
+            ),
+            None,
+        )
         chunks: dict[str, Document] = {}
         nodes: list[IndexNode] = []
         missing = 0
+        other_run = 0
         for doc in docs:
             node_type = doc.meta.get(schema.NODE_TYPE) or NodeType.CHUNK.value
             if node_type == NodeType.FILING:
-                index_run = schema.FilingNode.from_meta(doc.meta).index_run or None
+                continue
+            run = doc.meta.get(schema.INDEX_RUN)
+            if index_run and run and run != index_run:
+                other_run += 1  # a re-index under way (or one that failed before deleting): not this run's node
                 continue
             if node_type == NodeType.CHUNK:
                 if not doc.embedding:
@@ -279,6 +293,13 @@ class DualTreeRetriever(SharedStoreClient):
             elif node_type not in _TREE_NODE_TYPES:
                 continue
             nodes.append(_index_node(doc))
+        if other_run:
+            logger.info(
+                "filing {filing_id}: {n} nodes of another indexing run than {run} left out",
+                filing_id=filing_id,
+                n=other_run,
+                run=index_run,
+            )
         if chunks and missing == len(chunks):
             raise ValueError(
                 f"The {len(chunks)} chunks of filing {filing_id!r} came back without embeddings. DualTreeRetriever "

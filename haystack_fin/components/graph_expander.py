@@ -157,7 +157,10 @@ class GraphExpander(SharedStoreClient):
                 self._cache.move_to_end(filing_id)
                 return cached
         docs = self._store.filter_documents(filters={"field": _FILING_FIELD, "operator": "==", "value": filing_id})
-        chunks = [d for d in docs if _is_chunk(d)]
+        # The candidates' run only: during a re-index the store holds two runs of the filing (see FilingWriter).
+        chunks = [
+            d for d in docs if _is_chunk(d) and (not index_run or d.meta.get(schema.INDEX_RUN) in (None, index_run))
+        ]
         if not chunks:
             logger.warning("filing {filing_id}: no chunks in the document store, not expanded", filing_id=filing_id)
             return None

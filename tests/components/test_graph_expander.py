@@ -1,9 +1,12 @@
 """GraphExpander alone after a plain Haystack retriever, its YAML round trip and its per-filing cache."""
 
+from dataclasses import replace
+
 import pytest
 from haystack import Document, Pipeline
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_fin.components.graph_expander import GraphExpander
 from haystack_fin.components.query_analyzer import QueryAnalyzer
@@ -67,9 +70,28 @@ def test_cache_follows_index_run() -> None:
     first = expander._cache[FID].graph
     expander.run(query="provision for income taxes 2015", documents=hit)
     assert expander._cache[FID].graph is first  # same index_run: reused
+    # The filing re-indexed (FilingWriter upserts the new run); the candidates now come from run-2.
+    stored = store.filter_documents()
+    store.write_documents(
+        [replace(d, meta={**d.meta, schema.INDEX_RUN: "run-2"}) for d in stored], policy=DuplicatePolicy.OVERWRITE
+    )
     rerun = [Document(id=d.id, content=d.content, meta={**d.meta, schema.INDEX_RUN: "run-2"}) for d in hit]
     expander.run(query="provision for income taxes 2015", documents=rerun)
-    assert expander._cache[FID].graph is not first
+    assert expander._cache[FID].graph is not first and expander._cache[FID].graph.index_run == "run-2"
+
+
+def test_graph_keeps_to_the_candidates_run_during_a_reindex() -> None:
+    """Mid re-index the store holds chunks of two runs of one filing: the graph is built from the candidates' run."""
+    docs = _filing()
+    store = _store(docs)
+    newer = [replace(d, id=f"{d.id}-new", meta={**d.meta, schema.INDEX_RUN: "run-2"}) for d in store.filter_documents()]
+    store.write_documents(newer)
+    hit = [d for d in store.filter_documents({"field": "meta.chunk_index", "operator": "==", "value": 2})
+           if d.meta.get(schema.INDEX_RUN) != "run-2"]  # fmt: skip
+    expander = GraphExpander(document_store=store)
+    out = expander.run(query="provision for income taxes 2015", documents=hit)
+    assert not any(d.id.endswith("-new") for d in expander._cache[FID].docs.values())
+    assert not any(d.id.endswith("-new") for d in out["documents"])
 
 
 def test_yaml_round_trip() -> None:
