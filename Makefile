@@ -7,15 +7,40 @@ export HF_HUB_OFFLINE := 1
 export HAYSTACK_TELEMETRY_ENABLED := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo test lint clean
+# torch is installed first, pinned, and as a CPU build: on plain PyPI (Linux) torch==2.13.0 is the CUDA build plus
+# about 20 nvidia-*/cuda-* packages (several GB) for a product that runs on CPU. pip is asked first what the
+# configured index would install (a dry run, no download); only when that is a CUDA build does the install go to
+# PyTorch's CPU index, so an index that already has a CPU wheel (a mirror, a wheelhouse) never waits on it.
+TORCH_SPEC := torch==2.13.0
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+# Reads a `pip install --dry-run --report` JSON on stdin; prints "cuda" if it would install nvidia-* packages or a
+# +cuXXX torch wheel, else "cpu" (macOS and Windows wheels on PyPI are CPU builds; a +cpu wheel is one).
+define TORCH_BUILD_PY
+import json, sys
+install = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in json.load(sys.stdin).get("install", [])}
+cuda = any(name.startswith("nvidia-") for name in install) or "+cu" in install.get("torch", "")
+print("cuda" if cuda else "cpu")
+endef
+export TORCH_BUILD_PY
+
+.PHONY: setup demo test lint clean torch-build
 
 $(BIN)/haystack-fin: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# CPU torch first, pinned: an unpinned torch pulls a multi-GB CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q --dry-run --report $(VENV)/torch-report.json $(TORCH_SPEC)
+	@if [ "$$($(BIN)/python -c "$$TORCH_BUILD_PY" < $(VENV)/torch-report.json)" = cuda ]; then \
+		echo "$(TORCH_SPEC): the configured index has a CUDA build; installing the CPU build from $(TORCH_CPU_INDEX)"; \
+		$(BIN)/pip install -q $(TORCH_SPEC) --index-url $(TORCH_CPU_INDEX); \
+	else \
+		$(BIN)/pip install -q $(TORCH_SPEC); \
+	fi
 	$(BIN)/pip install -q -e ".[dev,trees,serve,ocr]"
 	touch $@
+
+# The decision above for a saved report: make -s torch-build REPORT=report.json (tests/test_setup_torch.py).
+torch-build:
+	@$(PYTHON) -c "$$TORCH_BUILD_PY" < $(REPORT)
 
 setup: $(BIN)/haystack-fin
 

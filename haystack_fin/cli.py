@@ -22,6 +22,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 logger = logging.getLogger("haystack_fin")
 
+REST_PORT, MCP_PORT = 1416, 1417  # Hayhooks' defaults
 _FILING_SUFFIXES = (".pdf", ".htm", ".html", ".xhtml", ".gz")
 _INT_FIELDS = {"fiscal_year", "fiscal_quarter"}
 
@@ -226,34 +227,58 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Run pipelines/query.yaml through ``QueryRunner`` (the eval's path too; without generation when Ollama is not
-    reachable) and collect the trace. ``-k`` is the window's run-time ``top_k``: the candidates stay the YAML's, so
-    the first passages do not depend on ``-k``."""
+def _retrieved_by(doc: Any) -> dict[str, Any]:
+    """How the retriever reached a passage, in the trace's words (mode, tree paths, statement, heading)."""
     from haystack_fin.core import schema
-    from haystack_fin.pipeline_loader import pipeline_dict
-    from haystack_fin.query_runner import QueryRunner
-    from haystack_fin.serving import ollama_reachable, passage_dict
 
-    data = pipeline_dict("query", args.store, args.qdrant_url, args.index)
-    llm_url = data["components"].get("llm", {}).get("init_parameters", {}).get("url", "http://localhost:11434")
-    generate = not args.no_llm and ollama_reachable(llm_url)
-    runner = QueryRunner(args.store, args.qdrant_url, args.index, generate=generate)
+    info = dict(doc.meta.get(schema.RETRIEVAL) or {})
+    keep = ("mode", "tree_paths", "statement", "section", "cluster", "reason")
+    return {"item": doc.meta.get(schema.ITEM), **{k: info[k] for k in keep if k in info}}
+
+
+def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Run pipelines/query.yaml through ``QueryRunner`` (one pipeline: retrieval, then generation and the number
+    check; its gate is closed with --no-llm or when Ollama is not reachable, which leaves the passages as they are)
+    and collect the trace. ``-k`` is the window's run-time ``top_k``: the candidates stay the YAML's, so the first
+    passages do not depend on ``-k``. The generator's URL and model: the YAML's, or ``HAYSTACK_FIN_OLLAMA_URL`` /
+    ``HAYSTACK_FIN_OLLAMA_MODEL``."""
+    from haystack_fin.core import schema
+    from haystack_fin.query_runner import QueryRunner
+    from haystack_fin.serving import ServingConfig, generation_status, ollama_reachable, passage_dict
+
+    env = ServingConfig.from_env()
+    runner = QueryRunner(
+        args.store,
+        args.qdrant_url,
+        args.index,
+        generate=not args.no_llm,
+        ollama_url=env.ollama_url,
+        ollama_model=env.ollama_model,
+    )
     try:
-        result = runner.run(question, [args.filing] if args.filing else None, k=args.k)
+        llm_url = "" if args.no_llm else runner.llm_url or ""
+        up = not args.no_llm and ollama_reachable(llm_url)
+        result = runner.run(question, [args.filing] if args.filing else None, k=args.k, generate=up)
     finally:
         runner.close()
+    answer = result.answer
     if args.no_llm:
         generation = "skipped: --no-llm"
     else:
-        generation = "ollama" if generate else f"skipped: Ollama not reachable at {llm_url}"
+        generation = generation_status(True, up, answer is not None, bool(result.passages), llm_url)
     return {
-        "answer": result.answer.data if result.answer is not None else None,
+        "answer": answer.data if answer is not None else None,
+        # Per cited passage: filing, Item, pages, table id and the cells or text where the answer's numbers are.
+        "citations": answer.meta.get("citations") if answer is not None else None,
+        # Numbers of the answer found in no cited passage (computed ones too: check that arithmetic).
+        "unsupported_numbers": answer.meta.get("unsupported_numbers") if answer is not None else None,
         "passages": [passage_dict(d) for d in result.passages],
         "trace": {
             "generation": generation,
             **result.trace,
             "tree_paths": {d.id: d.meta.get(schema.RETRIEVAL, {}).get("tree_paths") for d in result.passages},
+            # Per passage, in order: how the retriever reached it (tree path, statement, heading, graph, flat).
+            "retrieved_by": [_retrieved_by(d) for d in result.passages],
             # Per passage, in order: why the graph stage added it, in words (None: it did not add it).
             "graph_paths": [
                 d.meta[schema.GRAPH].get("explain") if isinstance(d.meta.get(schema.GRAPH), dict) else None
@@ -263,7 +288,27 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def citation_lines(citations: list[dict[str, Any]], unsupported: list[dict[str, Any]]) -> list[str]:
+    """The answer's citations (where each of its numbers was found) and the numbers found in no cited passage."""
+    lines = []
+    for c in citations:
+        pages = ", ".join(str(x) for x in c.get("pages") or [])
+        table = f", {c['table_id']}" if c.get("table_id") else ""
+        lines.append(f"[{c['ref']}] {c.get('filing_id')} Item {c.get('item')}, p. {pages}{table}")
+        for num in c.get("numbers") or []:
+            where = " / ".join(str(num[k]) for k in ("label", "column") if num.get(k)) or num.get("source", "")
+            cell = f" = {num['cell']}" if num.get("cell") and num.get("cell") != num.get("text") else ""
+            lines.append(f"    {num['text']}: {where}{cell}")
+    if unsupported:
+        found = ", ".join(u["text"] for u in unsupported)
+        lines.append(f"Numbers not found in the cited passages (check them): {found}")
+    else:
+        lines.append("Every number in the answer was found in a cited passage.")
+    return lines
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
+    from haystack_fin.core.trace_text import explain_lines
     from haystack_fin.pipeline_loader import pipeline_dict
 
     _check_store(args, pipeline_dict("query", args.store, args.qdrant_url, args.index), create=args.create)
@@ -282,28 +327,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"Answer generation {out['trace']['generation']}; showing the cited passages.")
     else:
         print(out["answer"])
+        print()
+        for line in citation_lines(out["citations"] or [], out["unsupported_numbers"] or []):
+            print(line)
     if args.explain:
-        scope, routing = out["trace"]["scope"], out["trace"]["routing"]
-        print("\nScope:", json.dumps(scope, default=str)[:1500])
-        print(
-            "Routing:",
-            json.dumps({k: routing.get(k) for k in ("terms", "budgets", "item_weights")}, default=str)[:1500],
-        )
-        statements = out["trace"]["retrieval"].get("statements") or {}
-        if statements:
-            print(f"Statements: {statements['asked']} ({len(statements['added'])} statement blocks added)")
-        sections = out["trace"]["retrieval"].get("sections") or {}
-        if sections:
-            asked = ", ".join(f"{title!r} ({cluster})" for title, cluster in sections["asked"].items())
-            print(f"Sections: {asked} ({len(sections['added'])} chunks under those headings added)")
-        graph = out["trace"].get("graph")
-        if graph is not None:  # the pipeline has a graph stage
-            added = sum(len(f.get("added") or []) for f in graph.get("filings") or [])
-            paths = out["trace"]["graph_paths"]
-            print(f"Graph: {added} passage(s) added, {sum(1 for x in paths if x)} among the results")
-            for n, line in enumerate(paths, 1):
-                if line:
-                    print(f"  [{n}] {line}")
+        print()
+        for line in explain_lines(out["trace"]):
+            print(line)
     for n, p in enumerate(out["passages"], 1):
         pages = ", ".join(str(x) for x in p["pages"] or [])
         print(f"\n[{n}] {p['company']} {p['period']} ({p['filing_id']}) Item {p['item']}, p. {pages} [{p['modality']}]")
@@ -352,7 +382,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from haystack_fin.serving import ServingConfig, serve
 
     config = ServingConfig(args.store, args.qdrant_url, args.index, args.ollama_url, args.ollama_model)
-    serve(config, args.host, args.port)
+    port = args.port or (MCP_PORT if args.mcp else REST_PORT)
+    serve(config, args.host, port, mcp=args.mcp)
     return 0  # not reached: serve replaces this process with the server
 
 
@@ -433,7 +464,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve the query pipeline with Hayhooks (REST, OpenAI chat, MCP)")
     _add_store_args(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=_positive_int, default=1416, help="port (default 1416)")
+    p.add_argument("--port", type=_positive_int, default=None, help=f"port (default {REST_PORT}, --mcp {MCP_PORT})")
+    p.add_argument(
+        "--mcp",
+        action="store_true",
+        help="run Hayhooks' MCP server instead (the pipeline as an MCP tool; streamable HTTP at /mcp, SSE at /sse)",
+    )
     p.add_argument("--ollama-url", default=None, help="Ollama server (default: the query YAML's)")
     p.add_argument("--ollama-model", default=None, help="Ollama model (default: the query YAML's)")
     p.set_defaults(func=cmd_serve)

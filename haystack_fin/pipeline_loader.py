@@ -141,11 +141,12 @@ def indexing_store(
     return classes[node["type"]].from_dict(node)
 
 
-GENERATION_COMPONENTS = ("prompt_builder", "llm", "answer_builder")
+GENERATION_COMPONENTS = ("gate", "prompt_builder", "llm", "answer_builder", "checker")
 
 
 def strip_generation(data: dict[str, Any]) -> dict[str, Any]:
-    """The query pipeline without its prompt, LLM and answer components: retrieval only (no Ollama needed)."""
+    """The query pipeline without its gate, prompt, LLM, answer and checker components: retrieval only (no Ollama
+    needed)."""
     return drop_components(data, GENERATION_COMPONENTS)
 
 

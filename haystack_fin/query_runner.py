@@ -8,10 +8,12 @@ override of ``top_k``); the YAML's values are the defaults.
 
 import copy
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from haystack import Document, Pipeline
+from haystack.dataclasses import StreamingChunk
 
 from haystack_fin.pipeline_loader import ALLOWED_MODULES, drop_components, pipeline_dict, strip_generation
 
@@ -90,7 +92,8 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
 @dataclass
 class QueryResult:
     """What one question returns: passages (best first, with provenance in meta), the generated answer when the
-    pipeline generates, and each stage's trace."""
+    pipeline generated one (``AnswerChecker``'s: ``meta["citations"]`` and ``meta["unsupported_numbers"]``), and
+    each stage's trace."""
 
     passages: list[Document]
     answer: Any = None
@@ -121,27 +124,53 @@ class QueryRunner:
         pipeline: str = "query",
         generate: bool = False,
         ablations: set[str] | list[str] | tuple[str, ...] = (),
+        ollama_url: str | None = None,
+        ollama_model: str | None = None,
     ) -> None:
         """
         :param store_path: embedded store folder (overrides the YAML's).
         :param qdrant_url: Qdrant server URL (overrides ``store_path``).
         :param index: collection name.
         :param pipeline: "query" (the shipped YAML) or a path to a query YAML of the same shape.
-        :param generate: keep the prompt, LLM and answer components; False = retrieval only.
+        :param generate: keep the gate, prompt, LLM, answer and checker components (each ``run`` can still switch
+            generation off with ``generate=False``); False = retrieval only (the eval's pipeline).
         :param ablations: parts to switch off, see ``ABLATIONS``.
+        :param ollama_url: the generator's Ollama server (default: the YAML's).
+        :param ollama_model: the generator's model (default: the YAML's).
         """
         data = pipeline_dict(pipeline, store_path, qdrant_url, index)
         if not generate:
             data = strip_generation(data)
+        elif "llm" in data["components"]:
+            llm = data["components"]["llm"].setdefault("init_parameters", {})
+            llm.update({k: v for k, v in (("url", ollama_url), ("model", ollama_model)) if v})
         self.ablations = set(ablations)
         self.data = ablate(data, self.ablations)
         self.pipe = Pipeline.from_dict(self.data, allowed_modules=ALLOWED_MODULES)
 
+    @property
+    def generates(self) -> bool:
+        """Whether the loaded pipeline has the generation components (``generate=True``)."""
+        return "gate" in self.data["components"]
+
+    @property
+    def llm_url(self) -> str | None:
+        """The generator's Ollama URL (None: no generator in the pipeline)."""
+        llm = self.data["components"].get("llm")
+        return str(llm["init_parameters"].get("url", "http://localhost:11434")) if llm else None
+
     def inputs(
-        self, question: str, filing_ids: list[str] | None = None, k: int | None = None, candidates: int | None = None
+        self,
+        question: str,
+        filing_ids: list[str] | None = None,
+        k: int | None = None,
+        candidates: int | None = None,
+        generate: bool | None = None,
+        streaming_callback: Callable[[StreamingChunk], None] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """The ``Pipeline.run`` inputs for a question: the question to every component that reads it, the explicit
-        scope, ``k`` to the window and ``candidates`` to the candidate stages (None = the YAML's values)."""
+        scope, ``k`` to the window, ``candidates`` to the candidate stages (None = the YAML's values), ``generate``
+        to the gate (None = generate) and ``streaming_callback`` to the LLM."""
         present = set(self.data["components"])
         wanted: dict[str, dict[str, Any]] = {
             "analyzer": {"query": question},
@@ -154,6 +183,8 @@ class QueryRunner:
             "window": {},
             "prompt_builder": {"query": question},
             "answer_builder": {"query": question},
+            "gate": {} if generate is None else {"generate": bool(generate)},
+            "llm": {} if streaming_callback is None else {"streaming_callback": streaming_callback},
         }
         if self.data["components"].get("scope", {}).get("type") != _DENSE_SCOPE:
             wanted["scope"]["query"] = question
@@ -165,18 +196,28 @@ class QueryRunner:
         return {name: value for name, value in wanted.items() if name in present and value}
 
     def run(
-        self, question: str, filing_ids: list[str] | None = None, k: int | None = None, candidates: int | None = None
+        self,
+        question: str,
+        filing_ids: list[str] | None = None,
+        k: int | None = None,
+        candidates: int | None = None,
+        *,
+        generate: bool | None = None,
+        streaming_callback: Callable[[StreamingChunk], None] | None = None,
     ) -> QueryResult:
-        """Answer one question. ``k`` passages (default: the YAML's window ``top_k``)."""
+        """Answer one question. ``k`` passages (default: the YAML's window ``top_k``); ``generate=False`` returns the
+        passages only (the same passages: generation runs after the window); ``streaming_callback`` receives the
+        LLM's tokens."""
         for name, value in (("k", k), ("candidates", candidates)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         present = set(self.data["components"])
         result = self.pipe.run(
-            self.inputs(question, filing_ids, k, candidates),
+            self.inputs(question, filing_ids, k, candidates, generate, streaming_callback),
             include_outputs_from={name for name in TRACE_COMPONENTS if name in present},
         )
-        answers = result.get("answer_builder", {}).get("answers") or []
+        # The checker's copies when the pipeline has one (a custom YAML may end at the answer builder).
+        answers = result.get("checker", {}).get("answers") or result.get("answer_builder", {}).get("answers") or []
         trace = {
             "analysis": result.get("analyzer", {}).get("analysis"),
             "scope": result.get("scope", {}).get("scope"),

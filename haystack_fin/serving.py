@@ -1,9 +1,9 @@
 """Serving the query pipeline: one warm service behind Hayhooks (``pipelines/haystack_fin/pipeline_wrapper.py``).
 
-``FinService`` holds two pipelines loaded from ``pipelines/query.yaml``: retrieval (``QueryRunner`` without
-generation, the path ``ask`` and ``eval`` take) and answering (the YAML's prompt builder, Ollama generator and answer
-builder, followed by ``AnswerChecker``). Keeping them apart lets a request fall back to an evidence-only answer when
-Ollama is down without a second embedder or store, and lets the chat endpoint stream the generator's tokens.
+``FinService`` holds one pipeline, ``pipelines/query.yaml`` through ``QueryRunner`` (the path ``ask`` takes):
+retrieval, then the prompt, Ollama generator, answer builder and ``AnswerChecker``. Its ``gate`` is closed per request
+when Ollama is down or generation is off, so the answer is the evidence with the reason; the chat endpoint streams the
+generator's tokens through a run-time ``streaming_callback``.
 
 Configuration comes from the environment, so ``hayhooks run --pipelines-dir pipelines`` works as well as
 ``haystack-fin serve``: ``HAYSTACK_FIN_STORE`` (embedded store folder), ``HAYSTACK_FIN_QDRANT_URL`` (a Qdrant
@@ -11,10 +11,10 @@ server; the path for several processes or replicas, since an embedded folder adm
 ``HAYSTACK_FIN_INDEX``, ``HAYSTACK_FIN_OLLAMA_URL`` and ``HAYSTACK_FIN_OLLAMA_MODEL`` (default: the YAML's).
 """
 
-import copy
 import json
 import logging
 import os
+import queue
 import sys
 import threading
 import time
@@ -38,7 +38,6 @@ PIPELINE_NAME = "haystack-fin"  # the folder name under pipelines/: "haystack_fi
 MAX_QUESTION_CHARS = 2000
 MAX_K = 50
 WARM_UP_QUESTION = "What was total revenue?"
-ANSWER_COMPONENTS = ("prompt_builder", "llm", "answer_builder")
 
 
 class RequestError(ValueError):
@@ -150,20 +149,18 @@ class FinService:
     def __init__(self, config: ServingConfig) -> None:
         self.config = config
         self.runner: Any = None
-        self.answer_pipe: Any = None
         self.ollama_url = ""
-        # Retrieval runs one request at a time: the embedded store admits one client, and the query components keep
-        # per-store caches that were not written for concurrent runs. Answer generation (the slow part, waiting on
-        # Ollama) runs outside the lock.
+        # One request runs at a time, generation included (it is one Pipeline.run of query.yaml): the embedded store
+        # admits one client, and the query components keep per-store caches that were not written for concurrent
+        # runs. A local Ollama server generates one answer at a time by default anyway; for parallel requests run
+        # several workers against a Qdrant server.
         self._lock = threading.Lock()
         self._ollama_checked = 0.0
         self._ollama_up = False
 
     def warm_up(self) -> float:
-        """Load both pipelines and answer one question (model, store and filing caches loaded); seconds taken."""
-        from haystack import Pipeline
-
-        from haystack_fin.pipeline_loader import ALLOWED_MODULES, pipeline_dict
+        """Load the query pipeline and answer one question (model, store and filing caches loaded); seconds taken."""
+        from haystack_fin.pipeline_loader import pipeline_dict
         from haystack_fin.query_runner import QueryRunner
         from haystack_fin.store_check import check_pipeline_stores
 
@@ -171,15 +168,19 @@ class FinService:
         cfg = self.config
         if not cfg.store and not cfg.qdrant_url:
             raise RequestError(f"no store configured: set {STORE_ENV} or {QDRANT_URL_ENV}", status=503)
-        data = pipeline_dict("query", cfg.store, cfg.qdrant_url, cfg.index)
         if not cfg.qdrant_url:
-            check_pipeline_stores(data, str(cfg.store), create=False)
-        self.runner = QueryRunner(cfg.store, cfg.qdrant_url, cfg.index, generate=False)
-        self.answer_pipe = Pipeline.from_dict(answer_pipeline_dict(data, cfg), allowed_modules=ALLOWED_MODULES)
-        self.ollama_url = self.answer_pipe.get_component("llm").url
+            check_pipeline_stores(pipeline_dict("query", cfg.store), str(cfg.store), create=False)
+        self.runner = QueryRunner(
+            cfg.store,
+            cfg.qdrant_url,
+            cfg.index,
+            generate=True,
+            ollama_url=cfg.ollama_url,
+            ollama_model=cfg.ollama_model,
+        )
+        self.ollama_url = self.runner.llm_url or ""
         with self._lock:
-            self.runner.run(WARM_UP_QUESTION, k=1)
-        self.answer_pipe.warm_up()
+            self.runner.run(WARM_UP_QUESTION, k=1, generate=False)
         took = time.perf_counter() - start
         logger.info("haystack-fin service warm in %.1f s", took)
         return took
@@ -196,17 +197,6 @@ class FinService:
             self._ollama_checked = now
         return self._ollama_up
 
-    def retrieve(self, question: str, filing_ids: list[str] | None, k: int) -> Any:
-        with self._lock:
-            return self.runner.run(question, filing_ids or None, k=k)
-
-    def answer_inputs(self, question: str, documents: list[Any]) -> dict[str, Any]:
-        return {
-            "prompt_builder": {"query": question, "documents": documents},
-            "answer_builder": {"query": question, "documents": documents},
-            "checker": {"documents": documents},
-        }
-
     def ask(
         self,
         question: str,
@@ -214,76 +204,80 @@ class FinService:
         k: int = 5,
         explain: bool = False,
         generate: bool = True,
+        streaming_callback: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
-        """Passages, and a checked answer when Ollama is reachable (``generation`` says what happened)."""
+        """Passages, and a checked answer when Ollama is reachable (``generation`` says what happened): one run of
+        the query pipeline, its gate closed when generation is off or Ollama is down."""
         question, k = validate_question(question, k)
-        result = self.retrieve(question, filing_ids, k)
+        up = generate and self.ollama_up()
+        with self._lock:
+            result = self.runner.run(
+                question, filing_ids or None, k=k, generate=up, streaming_callback=streaming_callback if up else None
+            )
         unmatched = list((result.trace.get("scope") or {}).get("unmatched") or [])
         unknown = [u["text"] for u in unmatched if u.get("kind") == "filing_id"]
         if unknown:
             raise RequestError(f"no indexed filing has id {', '.join(map(repr, unknown))}", status=404)
+        answer = result.answer
         out: dict[str, Any] = {
             "question": question,
-            "answer": None,
-            "citations": None,
-            "unsupported_numbers": None,
+            "answer": answer.data if answer is not None else None,
+            "citations": answer.meta.get("citations") if answer is not None else None,
+            "unsupported_numbers": answer.meta.get("unsupported_numbers") if answer is not None else None,
             # What the question asks for that no indexed filing has (company, period, form): "not in these filings".
             "unmatched": unmatched,
+            "generation": generation_status(generate, up, answer is not None, bool(result.passages), self.ollama_url),
         }
-        if not generate:
-            out["generation"] = "skipped: generate=false"
-        elif not result.passages:
-            out["generation"] = "skipped: no passage found"
-        elif not self.ollama_up():
-            out["generation"] = f"skipped: Ollama not reachable at {self.ollama_url}"
-        else:
-            answers = self.answer_pipe.run(self.answer_inputs(question, result.passages))["checker"]["answers"]
-            answer = answers[0]
-            out.update(
-                answer=answer.data,
-                citations=answer.meta.get("citations"),
-                unsupported_numbers=answer.meta.get("unsupported_numbers"),
-                generation="ollama",
-            )
         out["passages"] = [passage_dict(d) for d in result.passages]
         if explain:
             out["trace"] = _plain(result.trace)
         return out
 
     def chat(self, question: str, stream: bool) -> str | Iterator[Any]:
-        """An OpenAI-style chat answer: the checked answer (or the evidence) followed by its sources."""
+        """An OpenAI-style chat answer: the checked answer (or the evidence) followed by its sources; streamed token
+        by token from the generator when ``stream`` (the same text as without)."""
         question, k = validate_question(question, 5)
         if not stream or not self.ollama_up():
             return render_chat(self.ask(question, k=k))
-        from hayhooks import streaming_generator
         from haystack.dataclasses import StreamingChunk
 
-        result = self.retrieve(question, None, k)
-        passages = [passage_dict(d) for d in result.passages]
-        unmatched = list((result.trace.get("scope") or {}).get("unmatched") or [])
-        if not passages:
-            return render_chat(
-                {"answer": None, "generation": "skipped: no passage found", "passages": [], "unmatched": unmatched}
-            )
+        chunks: queue.Queue[str | None] = queue.Queue()
+        streamed: list[bool] = []
 
-        def footer(pipeline_result: dict[str, Any]) -> str:
-            meta = pipeline_result["checker"]["answers"][0].meta
-            return "\n\n" + _footer(passages, meta.get("citations"), meta.get("unsupported_numbers") or [])
+        def on_token(chunk: Any) -> None:
+            streamed.append(True)
+            if chunk.content:
+                chunks.put(chunk.content)
 
-        tokens = streaming_generator(
-            self.answer_pipe,
-            pipeline_run_args=self.answer_inputs(question, result.passages),
-            on_pipeline_end=footer,
-            streaming_components=["llm"],
-        )
-        notice = notice_text(unmatched)
+        def work() -> None:
+            try:
+                out = self.ask(question, k=k, streaming_callback=on_token)
+                # The tokens already went out; what follows them is the rest of render_chat's text.
+                chunks.put(render_chat(out)[len(out["answer"] or "") :] if streamed else render_chat(out))
+            except Exception as exc:  # the client gets one line; the server log the rest
+                logger.exception("chat request failed")
+                chunks.put(f"\n\nerror: {exc}")
+            finally:
+                chunks.put(None)
 
-        def with_notice() -> Iterator[Any]:
-            if notice:
-                yield StreamingChunk(content=notice)  # the same chunk type the generator streams
-            yield from tokens
+        threading.Thread(target=work, daemon=True).start()
 
-        return with_notice()
+        def tokens() -> Iterator[Any]:
+            while (text := chunks.get()) is not None:
+                yield StreamingChunk(content=text)  # the chunk type Hayhooks streams
+
+        return tokens()
+
+
+def generation_status(requested: bool, ollama_up: bool, answered: bool, passages: bool, url: str) -> str:
+    """What happened to generation, in words (the reason when there is no answer)."""
+    if answered:
+        return "ollama"
+    if not requested:
+        return "skipped: generate=false"
+    if not ollama_up:
+        return f"skipped: Ollama not reachable at {url}"
+    return "skipped: no passage found" if not passages else "skipped"
 
 
 def _footer(passages: list[dict[str, Any]], citations: list[dict[str, Any]] | None, unsupported: list[Any]) -> str:
@@ -292,16 +286,14 @@ def _footer(passages: list[dict[str, Any]], citations: list[dict[str, Any]] | No
 
 
 def notice_text(unmatched: list[dict[str, Any]]) -> str:
-    """One line per thing the question asks for that no indexed filing has, before the answer."""
+    """One line per thing the question asks for that no indexed filing has."""
     return "".join(f"Not in the indexed filings: {u['reason']}.\n" for u in unmatched)
 
 
 def render_chat(out: dict[str, Any]) -> str:
-    """The chat text of an ``ask`` result."""
-    return notice_text(out.get("unmatched") or []) + _render_body(out)
-
-
-def _render_body(out: dict[str, Any]) -> str:
+    """The chat text of an ``ask`` result. A generated answer comes first (it is what streams), then the notices of
+    what is not in the indexed filings, its sources and the number check; without an answer the notices come first."""
+    notice = notice_text(out.get("unmatched") or [])
     passages = out["passages"]
     if out["answer"] is None:
         lines = [f"No generated answer ({out['generation']}); the passages that answer the question:"]
@@ -309,27 +301,9 @@ def _render_body(out: dict[str, Any]) -> str:
             text = " ".join((p["text"] or "").split())
             lines.append(f"[{n}] {text[:300]}{'...' if len(text) > 300 else ''}")
         body = "\n".join(lines) if passages else "No indexed passage matches the question."
-        return f"{body}\n\nSources:\n{sources_text(passages, None)}" if passages else body
-    return f"{out['answer']}\n\n{_footer(passages, out['citations'], out['unsupported_numbers'] or [])}"
-
-
-def answer_pipeline_dict(query_data: dict[str, Any], config: ServingConfig) -> dict[str, Any]:
-    """The query YAML's prompt builder, LLM and answer builder, then ``AnswerChecker``; the LLM's URL and model from
-    the configuration when given (the environment), else the YAML's."""
-    components = {name: copy.deepcopy(query_data["components"][name]) for name in ANSWER_COMPONENTS}
-    llm = components["llm"]["init_parameters"]
-    if config.ollama_url:
-        llm["url"] = config.ollama_url
-    if config.ollama_model:
-        llm["model"] = config.ollama_model
-    components["checker"] = {"type": "haystack_fin.components.answer_checker.AnswerChecker", "init_parameters": {}}
-    connections = [
-        c
-        for c in query_data["connections"]
-        if c["sender"].split(".")[0] in ANSWER_COMPONENTS and c["receiver"].split(".")[0] in ANSWER_COMPONENTS
-    ]
-    connections.append({"sender": "answer_builder.answers", "receiver": "checker.answers"})
-    return {"components": components, "connections": connections}
+        return notice + (f"{body}\n\nSources:\n{sources_text(passages, None)}" if passages else body)
+    footer = _footer(passages, out["citations"], out["unsupported_numbers"] or [])
+    return f"{out['answer']}\n\n{notice}{footer}"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -362,14 +336,16 @@ def served_pipelines_dir() -> Path:
     return pipelines_dir()
 
 
-def hayhooks_command(host: str, port: int, pipelines: Path) -> list[str]:
-    """``hayhooks run`` through this interpreter (hayhooks' ``__main__`` is empty, so ``-m hayhooks`` would exit
-    at once; its console script calls ``hayhooks.cli.hayhooks_cli``)."""
+def hayhooks_command(host: str, port: int, pipelines: Path, mcp: bool = False) -> list[str]:
+    """``hayhooks run`` (REST and OpenAI chat) or ``hayhooks mcp run`` (the MCP server: every deployed wrapper's
+    ``run_api`` is a tool, its signature the tool's input schema and its docstring the description; streamable HTTP
+    at ``/mcp``, SSE at ``/sse``) through this interpreter (hayhooks' ``__main__`` is empty, so ``-m hayhooks``
+    would exit at once; its console script calls ``hayhooks.cli.hayhooks_cli``)."""
     return [
         sys.executable,
         "-c",
         "import sys; from hayhooks.cli import hayhooks_cli; sys.argv[0] = 'hayhooks'; sys.exit(hayhooks_cli())",
-        "run",
+        *(["mcp", "run"] if mcp else ["run"]),
         "--host",
         host,
         "--port",
@@ -379,8 +355,12 @@ def hayhooks_command(host: str, port: int, pipelines: Path) -> list[str]:
     ]
 
 
-def serve(config: ServingConfig, host: str, port: int, exec_fn: Callable[..., Any] | None = None) -> None:
-    """Replace this process with a Hayhooks server for ``config`` (the store is checked first)."""
+def serve(
+    config: ServingConfig, host: str, port: int, exec_fn: Callable[..., Any] | None = None, mcp: bool = False
+) -> None:
+    """Replace this process with a Hayhooks server for ``config`` (the store is checked first): REST and OpenAI
+    chat, or with ``mcp`` Hayhooks' MCP server (a process of its own: on an embedded store, one of the two at a
+    time; both against a Qdrant server)."""
     from haystack_fin.pipeline_loader import pipeline_dict
     from haystack_fin.store_check import check_pipeline_stores
 
@@ -391,7 +371,12 @@ def serve(config: ServingConfig, host: str, port: int, exec_fn: Callable[..., An
         config = ServingConfig(
             str(Path(config.store).expanduser().resolve()), None, config.index, config.ollama_url, config.ollama_model
         )
-    command = hayhooks_command(host, port, served_pipelines_dir())
+    if mcp:
+        try:
+            import mcp as _mcp  # noqa: F401  (hayhooks imports it lazily and would fail after the exec)
+        except ImportError:
+            raise RequestError("the MCP server needs the mcp package: pip install 'haystack-fin[serve]'") from None
+    command = hayhooks_command(host, port, served_pipelines_dir(), mcp=mcp)
     env = server_environ(config)
     logger.info("starting %s", " ".join(command))
     (exec_fn or os.execve)(command[0], command, env)

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from haystack import logging
+
+logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _stores: dict[str, Any] = {}
@@ -124,6 +127,24 @@ def _index_run_of(docs: list[Any]) -> str:
         if (doc.meta or {}).get(_NODE_TYPE) == _FILING_NODE:
             return str(doc.meta.get(_INDEX_RUN) or "")
     return str((docs[0].meta or {}).get(_INDEX_RUN) or "") if docs else ""
+
+
+def _one_run(filing_id: str, docs: list[Any]) -> list[Any]:
+    """The nodes of the filing node's ``index_run`` only. While a filing is re-indexed the store holds nodes of two
+    runs; FilingWriter writes the filing node last, so the old run is read until the new one is complete, never a
+    mix. Without a filing node (or a run on it) every node is kept."""
+    run = next((str(d.meta.get(_INDEX_RUN) or "") for d in docs if (d.meta or {}).get(_NODE_TYPE) == _FILING_NODE), "")
+    if not run:
+        return docs
+    kept = [d for d in docs if (d.meta or {}).get(_INDEX_RUN) in (None, "", run)]
+    if len(kept) < len(docs):
+        logger.info(
+            "filing {filing_id}: {n} nodes of another indexing run than {run} left out",
+            filing_id=filing_id,
+            n=len(docs) - len(kept),
+            run=run,
+        )
+    return kept
 
 
 class FilingCache:
@@ -231,12 +252,14 @@ class FilingCache:
             if doc.embedding:  # Qdrant returns {} / [] for a point stored without a vector
                 vectors.setdefault(fid, {})[doc.id] = np.asarray(doc.embedding, dtype=np.float32)
             docs.setdefault(fid, []).append(replace(doc, embedding=None))
+        for fid in filing_ids:
+            docs[fid] = _one_run(fid, docs[fid])
         return {
             fid: FilingEntry(
                 fid,
                 _index_run_of(docs[fid]),
                 docs[fid],
-                vectors.get(fid, {}),
+                {i: v for i, v in vectors.get(fid, {}).items() if i in {d.id for d in docs[fid]}},
                 runs=frozenset(str(d.meta[_INDEX_RUN]) for d in docs[fid] if (d.meta or {}).get(_INDEX_RUN)),
             )
             for fid in filing_ids

@@ -13,6 +13,7 @@ def test_query_yaml_loads_and_round_trips():
         pipe = Pipeline.load(fp, allowed_modules=ALLOWED_MODULES)
     names = set(pipe.to_dict()["components"])
     assert {"scope", "router", "retriever", "ranker", "window", "prompt_builder", "llm", "answer_builder"} <= names
+    assert {"gate", "checker"} <= names
     again = Pipeline.loads(pipe.dumps(), allowed_modules=ALLOWED_MODULES).to_dict()
     assert again["components"] == pipe.to_dict()["components"]
     for name in ("scope", "router", "retriever", "window"):
@@ -54,8 +55,9 @@ def test_query_pipeline_answers_with_citations(tmp_path, fixtures):
         )
     finally:
         release_store(pipe.get_component("retriever").document_store)
-    answer = result["answer_builder"]["answers"][0]
+    answer = result["checker"]["answers"][0]  # the number check comes last
     assert answer.data.startswith("Revenue was")
+    assert answer.meta["citations"][0]["ref"] == 1 and "unsupported_numbers" in answer.meta
     assert len(answer.documents) == 1  # the [1] citation resolved to a passage
     cited = answer.documents[0]
     for field in ("filing_id", "company", "form", "period", "item", "page_numbers", "modality"):

@@ -163,3 +163,25 @@ def test_qdrant_edge_folder_is_opened_once_and_freed_by_release(tmp_path):
     again = make()
     assert again.count_documents() == 0
     again.close()
+
+
+def test_filing_cache_keeps_to_the_filing_nodes_run_during_a_reindex():
+    """Mid re-index the store holds two runs of a filing; FilingWriter writes the filing node last, so the cache keeps
+    the run the filing node names and leaves the other run's nodes out, never a mix."""
+    from haystack import Document
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    from haystack_fin.store_registry import FilingCache
+
+    store = InMemoryDocumentStore()
+    meta = {"filing_id": "F", "index_run": "run-1"}
+    store.write_documents(
+        [
+            Document(id="F#filing", content="F", meta={**meta, "node_type": "filing"}),
+            Document(id="F#chunk-1", content="old", meta={**meta, "node_type": "chunk"}, embedding=[1.0, 0.0]),
+            Document(id="F#chunk-1-new", content="new", meta={**meta, "node_type": "chunk", "index_run": "run-2"}),
+        ]
+    )
+    entry = FilingCache(4).get(store, ["F"])["F"]
+    assert sorted(d.id for d in entry.docs) == ["F#chunk-1", "F#filing"]
+    assert entry.index_run == "run-1" and entry.runs == frozenset({"run-1"}) and set(entry.vectors) == {"F#chunk-1"}

@@ -98,6 +98,9 @@ class DualTreeRetriever(SharedStoreClient):
     ``GraphExpander`` on the same store, which then reads nothing itself), and the filing's in-memory trees are
     built once per cached entry; a cached filing is reloaded when its ``filing`` node reports a new ``index_run``
     (checked with ``get_documents_by_id`` when the store has it, or from an ``index_run`` key in the budget).
+    Only the nodes of the filing node's ``index_run`` are kept: while a re-index is being written, the store holds
+    nodes of two runs, and FilingWriter writes the filing node last, so the old run is read until the new one is
+    complete, never a mix.
     The first query on a filing pays its fetch (about 1.5 s for one filing of a 40k-node embedded Qdrant, which
     scans in Python); ``preload()`` moves that cost to start-up.
     Works with any Haystack document store that returns embeddings from ``filter_documents``: ``QdrantDocumentStore``

@@ -1,3 +1,4 @@
+import time
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict, logging
@@ -33,7 +34,8 @@ class FilingScope(SharedStoreClient):
     ``unscoped_max_filings`` filings, only that many are returned, those of the question's nearest chunks first
     (given ``query_embedding``), so such a question does not search the whole index. Works with any Haystack
     document store that implements ``filter_documents`` (Qdrant, InMemory, ...); profiles are read once and cached,
-    ``refresh=True`` re-reads them after indexing.
+    re-read when they are older than ``refresh_seconds`` (a long-running server sees filings indexed after it
+    started without a restart) and on ``refresh=True``.
 
     Usage example:
     ```python
@@ -61,6 +63,7 @@ class FilingScope(SharedStoreClient):
         max_filings: int = 3,
         aliases: dict[str, list[str]] | None = None,
         unscoped_max_filings: int | None = 10,
+        refresh_seconds: float | None = 30.0,
     ) -> None:
         """
         :param document_store: the store holding the ``filing`` nodes (and the chunks the filters select).
@@ -70,6 +73,8 @@ class FilingScope(SharedStoreClient):
             else by period and form alone.
         :param aliases: extra names per company, keyed by the company's name, ticker or one of its filing ids,
             e.g. ``{"THE COCA-COLA COMPANY": ["coke"]}``.
+        :param refresh_seconds: re-read the filing profiles when the cached ones are older (one read of the filing
+            nodes, in the request that finds them old); None = only on ``refresh=True``.
         """
         if not isinstance(max_filings, int) or max_filings < 1:
             raise ValueError(f"max_filings must be a positive integer, got {max_filings!r}")
@@ -84,10 +89,16 @@ class FilingScope(SharedStoreClient):
             for k, v in aliases.items()
         ):
             raise ValueError(f"aliases must map a company (str) to a list of names, got {aliases!r}")
+        if refresh_seconds is not None and (
+            isinstance(refresh_seconds, bool) or not isinstance(refresh_seconds, int | float) or refresh_seconds < 0
+        ):
+            raise ValueError(f"refresh_seconds must be a non-negative number or None, got {refresh_seconds!r}")
         self.document_store = document_store
         self.max_filings = max_filings
         self.aliases = aliases
         self.unscoped_max_filings = unscoped_max_filings
+        self.refresh_seconds = refresh_seconds
+        self._read_at = 0.0
         self._store: Any = None
         self._profiles: list[FilingProfile] | None = None
         self._index: CompanyIndex | None = None
@@ -100,6 +111,7 @@ class FilingScope(SharedStoreClient):
             max_filings=self.max_filings,
             aliases=self.aliases,
             unscoped_max_filings=self.unscoped_max_filings,
+            refresh_seconds=self.refresh_seconds,
         )
 
     @classmethod
@@ -115,6 +127,7 @@ class FilingScope(SharedStoreClient):
     def refresh(self) -> None:
         """Re-read the filing profiles from the store (after filings were indexed or deleted)."""
         self._attach_store()
+        self._read_at = time.monotonic()
         nodes = self._store.filter_documents(filters=_FILING_NODES)
         profiles = [FilingProfile.from_meta(doc.meta) for doc in nodes]
         self._profiles = [p for p in profiles if p.filing_id]
@@ -158,7 +171,7 @@ class FilingScope(SharedStoreClient):
         """
         if self._profiles is None:
             self.warm_up()  # a component used outside a Pipeline is not warmed up by anyone else
-        elif refresh:
+        elif refresh or (self.refresh_seconds is not None and time.monotonic() - self._read_at > self.refresh_seconds):
             self.refresh()
         analysed = analysis_for(query, analysis)
         decision = resolve_scope(

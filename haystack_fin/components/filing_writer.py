@@ -15,7 +15,10 @@ class FilingWriter:
 
     Expects chunks (and optionally summary/question nodes) and filing nodes produced by ``FilingSplitter``: every
     node carries ``filing_id`` and ``index_run``. New nodes are written first and stale ones deleted after, so a
-    failure while writing leaves the previous version searchable rather than an empty filing. Works with any
+    failure while writing leaves the previous version searchable rather than an empty filing. The filing nodes are
+    written last: a filing node names its ``index_run`` only once every node of that run is in the store, and
+    readers that keep to the filing node's run (DualTreeRetriever, GraphExpander, PassageWindow) never mix nodes
+    of two runs while a re-index is under way. Works with any
     Haystack document store that implements ``delete_by_filter`` (Qdrant, InMemory, ...).
 
     Usage example:
@@ -72,7 +75,8 @@ class FilingWriter:
         :param filing_nodes: filing nodes.
         :returns: ``documents_written``, ``stale_deleted`` (nodes of earlier runs removed) and ``filing_ids``.
         """
-        nodes = [*(filing_nodes or []), *documents]
+        # Filing nodes last (see the class docstring): readers take a filing's run from its filing node.
+        nodes = [*documents, *(filing_nodes or [])]
         runs: dict[str, str] = {}
         for node in nodes:
             fid, run = node.meta.get(schema.FILING_ID), node.meta.get(schema.INDEX_RUN)

@@ -122,6 +122,15 @@ class PassageWindow(SharedStoreClient):
         wanted = [nid for d in documents if chunk_index(d.id) is not None for nid in neighbour_ids(d.id, self.radius)]
         known = {d.id: d for d in documents}
         fetched = self._fetch([i for i in dict.fromkeys(wanted) if i not in known])
+        # Neighbours of the hits' indexing run only: while a filing is re-indexed, an id can already hold the new
+        # run's chunk (FilingWriter writes the filing node last, so the hits still come from the old run).
+        runs = {d.meta.get(schema.FILING_ID): d.meta.get(schema.INDEX_RUN) for d in documents}
+        fetched = {
+            i: d
+            for i, d in fetched.items()
+            if runs.get(d.meta.get(schema.FILING_ID)) in (None, d.meta.get(schema.INDEX_RUN))
+            or d.meta.get(schema.INDEX_RUN) is None
+        }
         parts = {i: _part(d) for i, d in {**fetched, **known}.items()}
         covered: set[str] = set()
         out: list[Document] = []

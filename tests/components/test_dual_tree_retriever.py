@@ -1,5 +1,6 @@
 import json
 import uuid
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -325,6 +326,25 @@ class TestDualTreeRetriever:
         assert len(calls) == 2 and out["trace"]["cache"]["stale"] == [ACME]
         r.run(query="cash", query_embedding=one_hot(9), budgets=budgets)
         assert len(calls) == 2
+
+    def test_only_the_filing_nodes_run_is_read_during_a_reindex(self, store):
+        """A re-index under way: some chunk ids already hold the new run (different text), the filing node still
+        names the old one (FilingWriter writes it last). The retriever keeps to the filing node's run."""
+        newer = [
+            replace(d, content=f"{d.content} rewritten", meta={**d.meta, "index_run": "run-2"})
+            for d in item_documents(ACME, "7")[:8]
+            if d.meta["node_type"] == "chunk"
+        ]
+        extra = Document(
+            id=chunk_id(ACME, "7", 99), content="cash cash cash", embedding=one_hot(9),
+            meta={"filing_id": ACME, "item": "7", "index_run": "run-2", "node_type": "chunk", "page_numbers": [99]},
+        )  # fmt: skip
+        store.write_documents([*newer, extra], policy=DuplicatePolicy.OVERWRITE)
+        r = DualTreeRetriever(document_store=store, flat_candidates_per_item=5)
+        out = r.run(query="cash", query_embedding=one_hot(9), budgets=[{"filing_id": ACME, "item": "7", "k": 5}])
+        runs = {d.meta["index_run"] for d in out["documents"]}
+        assert runs == {"run-1"} and extra.id not in {d.id for d in out["documents"]}
+        assert all("rewritten" not in d.content for d in out["documents"])
 
     def test_preload_fills_cache_in_one_fetch(self, store):
         calls = count_filter_calls(store)

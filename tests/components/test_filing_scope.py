@@ -5,6 +5,7 @@ open-source PDFs; the questions are our own paraphrases.
 """
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from haystack.core.serialization import component_from_dict, component_to_dict
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_fin.components.filing_scope import FilingScope
+from haystack_fin.store_registry import release_store
 
 # filing_id, company, ticker, form, fiscal_year, fiscal_quarter, period_end, period, items (shared with the other
 # scope tests: tests/fixtures/filing_profiles.json)
@@ -278,3 +280,19 @@ def test_an_unscoped_question_in_a_large_index_is_bounded_by_its_nearest_chunks(
     assert scope.run(query="What did Company 4 earn?", query_embedding=near)["filing_ids"] == ["CO4_2022_10K"]
     with pytest.raises(ValueError, match="unscoped_max_filings"):
         FilingScope(document_store=store, unscoped_max_filings=0)
+
+
+@pytest.mark.parametrize(("refresh_seconds", "sees_new"), [(0.0, True), (None, False)], ids=["ttl-0", "no-ttl"])
+def test_a_filing_indexed_after_start_is_seen_after_refresh_seconds(refresh_seconds, sees_new):
+    """A long-running server: the profiles are re-read once they are older than ``refresh_seconds``."""
+    store = InMemoryDocumentStore(index=f"fs-{uuid.uuid4().hex}")
+    node = {"node_type": "filing", "form": "10-K", "fiscal_year": 2023, "period": "FY2023"}
+    store.write_documents(
+        [Document(id="A#filing", content="", meta={**node, "filing_id": "A", "company": "ACME CORP"})]
+    )
+    scope = FilingScope(document_store=store, refresh_seconds=refresh_seconds)
+    assert scope.run(query="What was Acme's revenue?")["filing_ids"] == ["A"]
+    store.write_documents([Document(id="B#filing", content="", meta={**node, "filing_id": "B", "company": "BETA INC"})])
+    found = scope.run(query="What was Beta's revenue?")["filing_ids"]
+    assert (found == ["B"]) is sees_new
+    release_store(store)

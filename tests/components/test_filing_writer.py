@@ -54,3 +54,19 @@ def test_reindex_with_qdrant_lookup_path():
     assert writer.run(*_nodes("run1", 5))["stale_deleted"] == 0 and store.count_documents() == 6
     changed = writer.run(*_nodes("run2", 3))  # the stored filing node has another run: stale chunks go
     assert changed["stale_deleted"] == 2 and store.count_documents() == 4
+
+
+def test_filing_node_is_written_after_every_other_node():
+    """Readers take a filing's run from its filing node (DualTreeRetriever, GraphExpander): it must not name a run
+    whose nodes are not all written yet."""
+    store = InMemoryDocumentStore()
+    written: list[str] = []
+    original = store.write_documents
+
+    def recording(documents, policy=DuplicatePolicy.NONE):
+        written.extend(d.id for d in documents)
+        return original(documents, policy=policy)
+
+    store.write_documents = recording  # type: ignore[method-assign]  # spy on the write order
+    FilingWriter(document_store=store).run(*_nodes("run1", 3))
+    assert written[-1] == "acme-10k#filing" and len(written) == 4

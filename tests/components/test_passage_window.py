@@ -7,11 +7,13 @@ in text, 13-14 the two blocks of the statement of earnings (table-0002).
 
 import re
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from haystack import Document, Pipeline
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from haystack.document_stores.types import DuplicatePolicy
 
 from haystack_fin.components.filing_converter import FilingConverter
 from haystack_fin.components.filing_splitter import FilingSplitter
@@ -225,3 +227,15 @@ def test_in_a_pipeline_run_twice_and_after_yaml_round_trip(chunks, store):
     restored = Pipeline.loads(pipe.dumps(), allowed_modules=["haystack_fin"])
     again = restored.run({"window": {"documents": [hit(chunks, 10)]}})["window"]["documents"]
     assert [p.content for p in again] == [p.content for p in first]
+
+
+def test_neighbours_of_another_indexing_run_are_left_out(chunks, store):
+    """While a filing is re-indexed, a neighbour id can already hold the new run's chunk: the window keeps to the
+    hit's run (no passage mixes two runs)."""
+    window = PassageWindow(document_store=store, radius=5, max_words=BIG)
+    (before,) = window.run(documents=[hit(chunks, 3)])["documents"]
+    assert cid(4) in before.meta[schema.WINDOW]
+    newer = replace(chunks[cid(4)], content="REWRITTEN", meta={**chunks[cid(4)].meta, schema.INDEX_RUN: "run-2"})
+    store.write_documents([newer], policy=DuplicatePolicy.OVERWRITE)
+    (during,) = window.run(documents=[hit(chunks, 3)])["documents"]
+    assert "REWRITTEN" not in during.content and cid(4) not in during.meta[schema.WINDOW]
