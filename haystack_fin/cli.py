@@ -138,7 +138,8 @@ def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, 
             "period": node.period,
             "source_path": node.source_path,
             "n_pages": node.n_pages,
-            "n_chunks_by_modality": dict(node.n_chunks_by_modality),
+            # Every modality, 0 when absent (a node written before a modality existed lacks its key).
+            "n_chunks_by_modality": {**{m.value: 0 for m in schema.Modality}, **node.n_chunks_by_modality},
             "items": [
                 {
                     "item": it["item"],

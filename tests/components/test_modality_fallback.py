@@ -174,3 +174,29 @@ def test_bad_fragments_name_the_file(tmp_path, text, message):
     with pytest.raises(ValueError, match=message) as err:
         apply_fragment(pipeline_dict("query"), load_fragment(path), str(path))
     assert str(path) in str(err.value)
+
+
+def test_ask_explain_prints_the_tier(tmp_path, monkeypatch, capsys):
+    """The CLI's rendering of what a real fallback decided (the query pipeline itself is replaced: it needs the
+    embedding model and an index, tested in the integration tests)."""
+    from haystack_fin.cli import main
+    from haystack_fin.query_runner import QueryResult
+
+    fb = ModalityThresholdFallback(thresholds={"text": 0.65}, min_counts={"text": 2})
+    out = fb.run(query=QUESTION, documents=store().filter_documents(), query_embedding=[1.0, 0.0])
+
+    class Runner:
+        def __init__(self, *args, **kwargs) -> None:
+            pass
+
+        def run(self, *args, **kwargs) -> QueryResult:
+            return QueryResult(
+                out["documents"], trace={"scope": {}, "routing": {}, "retrieval": {}, "fallback": out["trace"]}
+            )
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr("haystack_fin.query_runner.QueryRunner", Runner)
+    assert main(["ask", QUESTION, "--store", str(tmp_path / "idx"), "--create", "--no-llm", "--explain"]) == 0
+    assert "Fallback: tier text, 2 passage(s) kept: 2 passage(s) over the text threshold(s)" in capsys.readouterr().out
