@@ -1,4 +1,4 @@
-"""haystack-fin command line: index, inspect, graph, ask, eval."""
+"""haystack-fin command line: index, inspect, graph, ask, eval, calibrate."""
 
 import argparse
 import json
@@ -139,7 +139,8 @@ def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, 
             "period": node.period,
             "source_path": node.source_path,
             "n_pages": node.n_pages,
-            "n_chunks_by_modality": dict(node.n_chunks_by_modality),
+            # Every modality, 0 when absent (a node written before a modality existed lacks its key).
+            "n_chunks_by_modality": {**{m.value: 0 for m in schema.Modality}, **node.n_chunks_by_modality},
             "items": [
                 {
                     "item": it["item"],
@@ -365,6 +366,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         timeout_s=args.timeout or None,
         workers=args.workers,
+        fragments=args.fragment,
     )
     Path(args.out).write_text(json.dumps(result, indent=2))
     overall = result["overall"]
@@ -375,6 +377,54 @@ def cmd_eval(args: argparse.Namespace) -> int:
         line = ", ".join(f"{m} {b[m]:.3f}" for m in ("page_hit@5", "evidence_recall_bigram@5", "mrr") if m in b)
         print(f"plain Haystack: {line}, context_words@5 {b.get('context_words@5', 0):.0f}")
     print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from haystack_fin.calibration import fragment, run_calibration, sweep_table
+    from haystack_fin.core.retrieval.modality_fallback import threshold_grid
+    from haystack_fin.pipeline_loader import pipeline_dict
+
+    grids = {}
+    for name in ("text_range", "table_range", "image_range"):
+        raw = getattr(args, name)
+        if raw is None:
+            grids[name] = None
+            continue
+        try:
+            start, stop, step = (float(x) for x in raw.split(":"))
+            grids[name] = threshold_grid(start, stop, step)
+        except ValueError as exc:
+            print(f"error: --{name.replace('_', '-')} {raw!r}: expected START:STOP:STEP ({exc})", file=sys.stderr)
+            return 2
+    store = args.store
+    if store is None and args.qdrant_url is None:
+        import tempfile
+
+        store = tempfile.mkdtemp(prefix="haystack-fin-calibrate-")
+    _check_store(args, pipeline_dict("indexing", store), create=True, store=store)
+    result = run_calibration(
+        args.questions,
+        args.pdfs,
+        store,
+        args.qdrant_url,
+        setting=args.setting,
+        text_grid=grids["text_range"],
+        table_grid=grids["table_range"],
+        image_grid=grids["image_range"],
+        tolerance=args.tolerance,
+        quiet=args.quiet,
+        timeout_s=args.timeout or None,
+    )
+    Path(args.out).write_text(fragment(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    print(sweep_table(result))
+    if result["baseline_mismatches"]:
+        print(
+            f"warning: {result['baseline_mismatches']} question(s) differ from the pipeline's own run", file=sys.stderr
+        )
+    print(f"wrote {args.out}" + (f" and {args.json}" if args.json else ""))
     return 0
 
 
@@ -485,7 +535,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--ablate",
         action="append",
         default=[],
-        help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements|sections|graph (repeatable)",
+        help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements|sections|graph|fallback "
+        "(repeatable)",
+    )
+    p.add_argument(
+        "--fragment",
+        action="append",
+        default=[],
+        metavar="YAML",
+        help="pipeline fragment applied to the query pipeline, e.g. `calibrate`'s thresholds (repeatable)",
     )
     p.add_argument("--baseline", action="store_true", help="also run plain Haystack dense retrieval")
     p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
@@ -495,6 +553,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_indexing_args(p)
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "calibrate",
+        help="ModalityThresholdFallback thresholds for the embedder: sweep on FinanceBench-format questions",
+    )
+    p.add_argument("--questions", required=True, help="FinanceBench-format JSONL")
+    p.add_argument("--pdfs", required=True, help="folder with DOC_NAME.pdf for every question's doc_name")
+    p.add_argument("--setting", choices=["single", "shared"], default="single")
+    p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
+    p.add_argument("--qdrant-url", default=None)
+    _add_backend_arg(p)
+    p.add_argument("--text-range", default=None, metavar="START:STOP:STEP", help="text thresholds (0.55:0.85:0.05)")
+    p.add_argument("--table-range", default=None, metavar="START:STOP:STEP", help="table thresholds (as text)")
+    p.add_argument("--image-range", default=None, metavar="START:STOP:STEP", help="image thresholds (as text)")
+    p.add_argument(
+        "--tolerance", type=float, default=0.0, help="page_hit@5 / bigram recall a setting may lose (default 0)"
+    )
+    p.add_argument("--out", default="fallback.yaml", help="YAML fragment for query.yaml (default fallback.yaml)")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the whole sweep as JSON")
+    _add_indexing_args(p)
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_calibrate)
     return parser
 
 

@@ -33,7 +33,7 @@ SETTINGS = ("single", "shared")
 RETRIEVE_K = 10  # mrr and @10 need ten passages
 
 
-def _doc_passages(docs: list[Document]) -> list[Passage]:
+def doc_passages(docs: list[Document]) -> list[Passage]:
     return [
         Passage(
             doc_name=str(d.meta.get(schema.FILING_ID) or d.meta.get("file") or ""),
@@ -59,7 +59,7 @@ def _score(
         t0 = time.perf_counter()
         docs = retrieve(q)
         latencies.append(1000 * (time.perf_counter() - t0))
-        passages = _doc_passages(docs)
+        passages = doc_passages(docs)
         per_question[q.financebench_id] = score_question(q, passages, ks)
         # So a reader can audit any number: what was ranked, in order, as (filing_id, pages).
         ranked[q.financebench_id] = [[p.doc_name, list(p.pages)] for p in passages[:RETRIEVE_K]]
@@ -77,10 +77,17 @@ class HaystackFinRetrieval:
     """pipelines/query.yaml without generation, run through ``QueryRunner`` (the path ``ask`` and the API take),
     with ablations as edits of the pipeline dict."""
 
-    def __init__(self, store_path: str | None, qdrant_url: str | None, ablate: set[str], top_k: int = RETRIEVE_K):
+    def __init__(
+        self,
+        store_path: str | None,
+        qdrant_url: str | None,
+        ablate: set[str],
+        top_k: int = RETRIEVE_K,
+        fragments: list[str] | tuple[str, ...] = (),
+    ):
         from haystack_fin.query_runner import QueryRunner
 
-        self.runner = QueryRunner(store_path, qdrant_url, ablations=ablate)
+        self.runner = QueryRunner(store_path, qdrant_url, ablations=ablate, fragments=fragments)
         self.top_k = top_k
         self.runner.pipe.warm_up()
         # What a server does at start-up: embedded Qdrant filters by scanning the collection in Python (~1.7 s
@@ -198,9 +205,11 @@ def run_financebench(
     quiet: bool = False,
     timeout_s: float | None = 600,
     workers: int = 1,
+    fragments: list[str] | tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Run the benchmark and return the contract JSON as a dict (``timeout_s``/``workers``: see
-    ``indexing_runner.index_filings``)."""
+    ``indexing_runner.index_filings``; ``fragments``: YAML fragments applied to the query pipeline, e.g. calibrated
+    thresholds)."""
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {SETTINGS}, got {setting!r}")
     ablated = set(ablate or [])
@@ -217,7 +226,7 @@ def run_financebench(
     if failures:
         logger.error("Indexing failures: %s", failures)
 
-    fin = HaystackFinRetrieval(store_path, qdrant_url, ablated)
+    fin = HaystackFinRetrieval(store_path, qdrant_url, ablated, fragments=fragments)
     try:
         result = _score(
             questions,
@@ -233,6 +242,8 @@ def run_financebench(
     if fin.graph_preload_s is not None:
         result["timings"]["graph_preload_s"] = round(fin.graph_preload_s, 1)
     result["config"] = {"setting": setting, "ablate": sorted(ablated), "ks": list(ks), "n_questions": len(questions)}
+    if fragments:
+        result["config"]["fragments"] = [str(f) for f in fragments]
     if baseline:
         plain = PlainHaystackBaseline(model)
         t0 = time.perf_counter()

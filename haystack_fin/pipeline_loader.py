@@ -6,6 +6,7 @@ folder (``QdrantEdgeDocumentStore``, the shipped default; or qdrant-client local
 Qdrant server URL (``QdrantDocumentStore(url=...)``). Nothing else differs between one machine and a cluster.
 """
 
+import copy
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -139,6 +140,44 @@ def indexing_store(
     if node["type"] not in classes:
         raise ValueError(f"unsupported document store type {node['type']!r} in the indexing pipeline")
     return classes[node["type"]].from_dict(node)
+
+
+def load_fragment(path: str | Path) -> dict[str, Any]:
+    """A pipeline fragment (YAML ``{components: {name: {init_parameters: {...}}}}``, e.g. what ``haystack-fin
+    calibrate`` writes), checked for shape.
+
+    :raises ValueError: naming the file, when it is no such mapping.
+    """
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise ValueError(f"{path}: cannot read the pipeline fragment: {err}") from None
+    components = data.get("components") if isinstance(data, dict) else None
+    if not isinstance(components, dict) or set(data) - {"components"}:
+        raise ValueError(f"{path}: a pipeline fragment is a mapping with only 'components' (name -> init_parameters)")
+    for name, node in components.items():
+        if (
+            not isinstance(node, dict)
+            or set(node) - {"init_parameters"}
+            or not isinstance(node.get("init_parameters"), dict)
+        ):
+            raise ValueError(f"{path}: component {name!r} of the fragment must hold only an init_parameters mapping")
+    return data
+
+
+def apply_fragment(data: dict[str, Any], fragment: dict[str, Any], source: str = "fragment") -> dict[str, Any]:
+    """``data`` with the fragment's init parameters set on its components (a copy; ``data`` is not changed).
+
+    :raises ValueError: the fragment names a component the pipeline lacks.
+    """
+    out = copy.deepcopy(data)
+    for name, node in fragment["components"].items():
+        if name not in out["components"]:
+            raise ValueError(
+                f"{source}: the pipeline has no component {name!r} (it has {', '.join(out['components'])})"
+            )
+        out["components"][name].setdefault("init_parameters", {}).update(copy.deepcopy(node["init_parameters"]))
+    return out
 
 
 GENERATION_COMPONENTS = ("gate", "prompt_builder", "llm", "answer_builder", "checker")

@@ -15,7 +15,14 @@ from typing import Any
 from haystack import Document, Pipeline
 from haystack.dataclasses import StreamingChunk
 
-from haystack_fin.pipeline_loader import ALLOWED_MODULES, drop_components, pipeline_dict, strip_generation
+from haystack_fin.pipeline_loader import (
+    ALLOWED_MODULES,
+    apply_fragment,
+    drop_components,
+    load_fragment,
+    pipeline_dict,
+    strip_generation,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -29,11 +36,21 @@ ABLATIONS: tuple[str, ...] = (
     "statements",
     "sections",
     "graph",
+    "fallback",
 )
 # Components whose top_k is the candidate count (what the ranker keeps before the window merges neighbours).
 CANDIDATE_COMPONENTS: tuple[str, ...] = ("router", "retriever", "ranker")
 # Components whose run-time outputs make up the trace.
-TRACE_COMPONENTS: tuple[str, ...] = ("analyzer", "scope", "router", "retriever", "graph", "ranker", "window")
+TRACE_COMPONENTS: tuple[str, ...] = (
+    "analyzer",
+    "scope",
+    "router",
+    "retriever",
+    "graph",
+    "ranker",
+    "fallback",
+    "window",
+)
 _DENSE_SCOPE = "haystack_fin.components.dense_filing_scope.DenseFilingScope"
 
 
@@ -84,6 +101,8 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
             data["connections"].append(dense)
     if "graph" in names and "graph" in components:  # the retriever's candidates go to the ranker unexpanded
         data = _bypass(data, "graph")
+    if "fallback" in names and "fallback" in components:  # the ranked passages go to the window unfiltered
+        data = _bypass(data, "fallback")
     if "reranker" in names:  # the retriever's (or the graph's) candidates go straight to the window
         data = _bypass(data, "ranker")
     return data
@@ -126,6 +145,7 @@ class QueryRunner:
         ablations: set[str] | list[str] | tuple[str, ...] = (),
         ollama_url: str | None = None,
         ollama_model: str | None = None,
+        fragments: list[str] | tuple[str, ...] = (),
     ) -> None:
         """
         :param store_path: embedded store folder (overrides the YAML's).
@@ -137,8 +157,12 @@ class QueryRunner:
         :param ablations: parts to switch off, see ``ABLATIONS``.
         :param ollama_url: the generator's Ollama server (default: the YAML's).
         :param ollama_model: the generator's model (default: the YAML's).
+        :param fragments: YAML fragments whose init parameters are set on the pipeline's components, in order (e.g.
+            the thresholds ``haystack-fin calibrate`` writes; ``pipeline_loader.load_fragment``).
         """
         data = pipeline_dict(pipeline, store_path, qdrant_url, index)
+        for path in fragments:
+            data = apply_fragment(data, load_fragment(path), str(path))
         if not generate:
             data = strip_generation(data)
         elif "llm" in data["components"]:
@@ -180,6 +204,7 @@ class QueryRunner:
             "retriever": {"query": question},
             "graph": {"query": question},
             "ranker": {"query": question},
+            "fallback": {"query": question},
             "window": {},
             "prompt_builder": {"query": question},
             "answer_builder": {"query": question},
@@ -225,6 +250,7 @@ class QueryRunner:
             "retrieval": result.get("retriever", {}).get("trace"),
             "graph": result.get("graph", {}).get("trace"),
             "rerank": result.get("ranker", {}).get("trace"),
+            "fallback": result.get("fallback", {}).get("trace"),
         }
         return QueryResult(passages=result["window"]["documents"], answer=answers[0] if answers else None, trace=trace)
 

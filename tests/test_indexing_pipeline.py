@@ -127,3 +127,4 @@ def test_ask_cli_cites_the_statement_page(tmp_path, fixtures, capsys):
     assert main(["ask", question, "--store", store_dir, "--no-llm", "--explain", "-k", "1"]) == 0
     printed = capsys.readouterr().out
     assert "Statements: balance_sheet 1.0 (" in printed and "Item I-1, p. 3 [table]" in printed
+    assert "Fallback: tier " in printed  # the modality fallback's decision, whichever tier fired

@@ -196,7 +196,7 @@ def test_strip_generation_removes_components_and_their_connections():
     for c in stripped["connections"]:
         assert c["sender"].split(".")[0] not in GENERATION_COMPONENTS
         assert c["receiver"].split(".")[0] not in GENERATION_COMPONENTS
-    assert {"sender": "ranker.documents", "receiver": "window.documents"} in stripped["connections"]
+    assert {"sender": "fallback.documents", "receiver": "window.documents"} in stripped["connections"]
     # the input dict is not modified
     assert set(GENERATION_COMPONENTS) <= set(data["components"])
     assert len(data["connections"]) == len(_yaml("query")["connections"])

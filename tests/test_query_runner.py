@@ -39,10 +39,12 @@ def test_ablations_are_configuration_edits():
     assert weights["statement"] == 0.0 and weights["section"] == 0.0
 
 
-def test_reranker_ablation_rewires_retriever_to_window():
+def test_reranker_ablation_rewires_retriever_to_the_fallback():
     data = ablate(_query_dict(), {"graph", "reranker"})
     assert "ranker" not in data["components"]
-    assert {"sender": "retriever.documents", "receiver": "window.documents"} in data["connections"]
+    assert {"sender": "retriever.documents", "receiver": "fallback.documents"} in data["connections"]
+    both = ablate(_query_dict(), {"graph", "reranker", "fallback"})
+    assert {"sender": "retriever.documents", "receiver": "window.documents"} in both["connections"]
     assert not any("ranker" in c["sender"] or "ranker" in c["receiver"] for c in data["connections"])
 
 
@@ -74,11 +76,11 @@ def test_graph_ablation_rewires_retriever_to_ranker():
     assert {"sender": "retriever.documents", "receiver": "ranker.documents"} in ablated["connections"]
     assert not any("graph." in c["sender"] + c["receiver"] for c in ablated["connections"])
     Pipeline.from_dict(ablated, allowed_modules=ALLOWED_MODULES)
-    # Without the reranker the graph feeds the window; without both, the retriever does.
+    # Without the reranker the graph feeds the fallback; without both, the retriever does.
     no_ranker = ablate(data, {"reranker"})
-    assert {"sender": "graph.documents", "receiver": "window.documents"} in no_ranker["connections"]
+    assert {"sender": "graph.documents", "receiver": "fallback.documents"} in no_ranker["connections"]
     neither = ablate(data, {"graph", "reranker"})
-    assert {"sender": "retriever.documents", "receiver": "window.documents"} in neither["connections"]
+    assert {"sender": "retriever.documents", "receiver": "fallback.documents"} in neither["connections"]
     assert {"graph", "ranker"}.isdisjoint(neither["components"])
     Pipeline.from_dict(neither, allowed_modules=ALLOWED_MODULES)
 

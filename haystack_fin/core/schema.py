@@ -105,6 +105,7 @@ RETRIEVAL = "retrieval"  # DualTreeRetriever: bm25/dense scores, trees and tree 
 RERANK = "rerank"  # TwoStageRanker: stage scores and ranks
 WINDOW = "window"  # PassageWindow: chunk ids merged into the passage
 CHUNK_TEXT = "chunk_text"  # PassageWindow: the hit's own text
+FALLBACK = "fallback"  # ModalityThresholdFallback: {"cosine": the passage's cosine to the query, "tier"}
 
 # Filing metadata a caller may override (CLI --meta key=value, converter meta=...).
 OVERRIDABLE_FILING_FIELDS: tuple[str, ...] = (

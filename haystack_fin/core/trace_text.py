@@ -107,6 +107,14 @@ def passage_lines(how: Sequence[Mapping[str, Any] | None]) -> list[str]:
     return lines
 
 
+def fallback_lines(fallback: Mapping[str, Any] | None) -> list[str]:
+    """The modality fallback's tier and why (nothing when the pipeline has no fallback stage)."""
+    if not fallback:
+        return []
+    kept = fallback.get("n_kept")
+    return [f"Fallback: tier {fallback.get('tier')}, {kept} passage(s) kept: {fallback.get('reason')}"]
+
+
 def explain_lines(trace: Mapping[str, Any]) -> list[str]:
     """All of the above, in pipeline order."""
     return [
@@ -114,5 +122,6 @@ def explain_lines(trace: Mapping[str, Any]) -> list[str]:
         *routing_lines(trace.get("routing")),
         *retrieval_lines(trace.get("retrieval")),
         *graph_lines(trace.get("graph"), trace.get("graph_paths") or []),
+        *fallback_lines(trace.get("fallback")),
         *passage_lines(trace.get("retrieved_by") or []),
     ]

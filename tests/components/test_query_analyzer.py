@@ -13,7 +13,14 @@ from haystack_fin.pipeline_loader import pipeline_dict, strip_generation
 from haystack_fin.query_runner import ABLATIONS, ablate
 
 QUESTION = "Is Best Buy's quick ratio healthy as of Q2 FY2024? Use the balance sheet."
-ANALYSIS_RECEIVERS = {"scope.analysis", "router.analysis", "retriever.analysis", "graph.analysis", "ranker.analysis"}
+ANALYSIS_RECEIVERS = {
+    "scope.analysis",
+    "router.analysis",
+    "retriever.analysis",
+    "graph.analysis",
+    "ranker.analysis",
+    "fallback.analysis",
+}
 
 
 def test_run_returns_the_json_analysis():
