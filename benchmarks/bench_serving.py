@@ -4,8 +4,8 @@
    starts: an embedded store admits one process);
 2. warm: ``--warm`` sequential ``POST /haystack-fin/run`` requests;
 3. load: ``--questions`` requests at ``--concurrency`` (questions cycled from a fixed list);
-4. faults: a 10,000-character question, an empty question, a non-JSON body, k=0; then one good request to show the
-   server is still up.
+4. faults: a 10,000-character question, an empty question, a non-JSON body, k=0, an unknown filing id, a company no
+   indexed filing has; then one good request to show the server is still up.
 
 Without ``--ollama-stub`` generation is skipped (no Ollama here) and the numbers are retrieval through the server;
 with it, answers go through OllamaChatGenerator to the test stub (tests/helpers/ollama_stub.py) and the checker.
@@ -155,10 +155,17 @@ def main(argv: list[str] | None = None) -> int:
             ("empty question", {"question": ""}, None),
             ("non-JSON body", None, b"not json"),
             ("k = 0", {"question": QUESTIONS[0], "k": 0}, None),
+            ("unknown filing id", {"question": QUESTIONS[0], "filing_ids": ["BOGUS"]}, None),
+            ("a company no indexed filing has", {"question": "What was Apple's revenue in fiscal 2019?"}, None),
         ]:
             status, body, _ = _post(run_url, body_json, raw)
-            detail = json.loads(body).get("detail")
-            message = detail if isinstance(detail, str) else detail[0]["msg"]
+            data = json.loads(body)
+            if status == 200:  # answered: what it says is not there, and how many passages came back
+                notes = "; ".join(u["reason"] for u in data["result"]["unmatched"])
+                message = f"{len(data['result']['passages'])} passages; {notes}"
+            else:
+                detail = data.get("detail")
+                message = detail if isinstance(detail, str) else detail[0]["msg"]
             faults.append({"input": label, "status": status, "message": message})
         alive, _, _ = _post(run_url, {"question": QUESTIONS[0], "k": 1})
     finally:

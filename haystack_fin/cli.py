@@ -324,7 +324,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=2, default=str))
         return 0
-    if out["answer"] is None:
+    scope = out["trace"].get("scope") or {}
+    if not out["passages"] and scope.get("filing_ids") == []:
+        reason = str(scope.get("reason") or "no indexed filing matches the question")
+        print(f"{reason[:1].upper()}{reason[1:]}.")  # "No indexed filing matches: no indexed company is named ..."
+    elif out["answer"] is None:
         print(f"Answer generation {out['trace']['generation']}; showing the cited passages.")
     else:
         print(out["answer"])

@@ -318,8 +318,13 @@ def test_what_is_not_there_is_said(server):
     status, body = _request(f"{base}/{PIPELINE_NAME}/run", {"question": QUESTION, "filing_ids": ["BOGUS"]})
     assert (status, json.loads(body)["detail"]) == (404, "no indexed filing has id 'BOGUS'")
     status, body = _request(f"{base}/{PIPELINE_NAME}/run", {"question": "What was Apple's revenue in fiscal 2019?"})
-    unmatched = {(u["kind"], u["text"]) for u in json.loads(body)["result"]["unmatched"]}
+    result = json.loads(body)["result"]
+    unmatched = {(u["kind"], u["text"]) for u in result["unmatched"]}
     assert status == 200 and {("company", "Apple"), ("period", "FY2019")} <= unmatched
+    assert result["passages"] == [] and result["generation"] == "skipped: no passage found"
+    status, body = _request(f"{base}/{PIPELINE_NAME}/run", {"question": "What was Domestic segment revenue?", "k": 1})
+    result = json.loads(body)["result"]
+    assert status == 200 and result["unmatched"] == [] and result["passages"][0]["filing_id"] == "BBY"
 
 
 @pytest.mark.integration
@@ -331,7 +336,11 @@ def test_ask_says_what_is_not_there(bestbuy_store, tmp_path, capsys):
     assert main(["ask", QUESTION, "--store", store, "--filing", "BOGUS", "--no-llm"]) == 1
     assert capsys.readouterr().err.strip() == "error: no filing 'BOGUS' in the store"
     assert main(["ask", "What was Apple's revenue in fiscal 2019?", "--store", store, "--no-llm"]) == 0
-    notes = capsys.readouterr().err.strip().splitlines()
+    captured = capsys.readouterr()
+    # no filing left in scope: said so, and no other company's passages
+    assert captured.out.startswith("No indexed filing matches: no indexed company is named 'Apple'")
+    assert "\n[1] " not in captured.out
+    notes = captured.err.strip().splitlines()
     assert "note: not in the indexed filings: no indexed company is named 'Apple'" in notes[0]
     assert notes[1] == "note: not in the indexed filings: no indexed BEST BUY CO., INC. filing is for FY2019"
 

@@ -473,7 +473,8 @@ class DualTreeRetriever(SharedStoreClient):
         :param query_embedding: the question's vector, from the model that embedded the chunks and question nodes.
         :param budgets: FlamRouter output, ``[{"filing_id", "item", "k", "weight"}]``; an entry without ``item``
             covers all Items of its filing, one without ``k`` uses ``top_k``, an optional ``index_run`` skips the
-            freshness check. When given, ``filters`` only restricts which chunks may be returned.
+            freshness check. When given, ``filters`` only restricts which chunks may be returned. An empty list
+            without ``filters`` (nothing routed) searches nothing.
         :param filters: Haystack filters; without ``budgets`` they choose the filings (a ``meta.filing_id``
             condition is read directly, anything else is matched against filing nodes) and every Item of those
             filings is searched with budget ``top_k``; chunks must also match them.
@@ -506,9 +507,11 @@ class DualTreeRetriever(SharedStoreClient):
                     wanted[key] = max(k, wanted.get(key, 0))
                 if entry.get(schema.INDEX_RUN):
                     hints[fid] = str(entry[schema.INDEX_RUN])
-        else:
+        elif budgets is None or filters:
             for fid in self._filings_from_filters(filters):
                 wanted[(fid, None)] = k_default
+        # else: the router's budgets are an empty list (it had no filing to route, e.g. FilingScope found that no
+        # indexed filing matches the question): nothing is searched, rather than every filing.
         leaf_filter = filters if filters and not _is_only_filing_filter(filters) else None
 
         cache_trace: dict[str, Any] = {}

@@ -1,3 +1,4 @@
+import dataclasses
 import time
 from typing import Any
 
@@ -6,9 +7,10 @@ from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.components.dense_filing_scope import nearest_filings
 from haystack_fin.core import schema
-from haystack_fin.core.retrieval.companies import CompanyIndex
-from haystack_fin.core.retrieval.filing_ranking import FilingProfile, bound_unscoped, resolve_scope
-from haystack_fin.core.retrieval.question_analysis import analysis_for
+from haystack_fin.core.retrieval.companies import CompanyIndex, may_name_company
+from haystack_fin.core.retrieval.filing_ranking import FilingProfile, ScopeDecision, bound_unscoped, resolve_scope
+from haystack_fin.core.retrieval.question_analysis import QuestionAnalysis, analysis_for
+from haystack_fin.core.retrieval.question_scope import parse_question_scope
 from haystack_fin.core.schema import NodeType
 from haystack_fin.store_registry import SharedStoreClient
 
@@ -145,6 +147,31 @@ class FilingScope(SharedStoreClient):
             self.warm_up()
         return list(self._profiles or [])
 
+    @staticmethod
+    def _say_what_is_not_there(
+        query: str, decision: ScopeDecision, analysed: QuestionAnalysis | None, explicit: bool
+    ) -> ScopeDecision:
+        """Drop company notices for capitalized words that name no company ("Domestic" segment); when the question
+        names a company the index lacks and no indexed one, scope to no filing ("no indexed filing matches ...")
+        rather than to other companies' filings."""
+        question = analysed.question_scope if analysed is not None else parse_question_scope(query)
+        spans = {span.text: span for span in question.company_spans}
+        terms = [t.text or t.term for t in analysed.terms] if analysed is not None else []
+        unmatched = [
+            u
+            for u in decision.unmatched
+            if u.get("kind") != "company"
+            or u.get("text") not in spans
+            or may_name_company(query, spans[u["text"]].start, spans[u["text"]].end, terms)
+        ]
+        decision = dataclasses.replace(decision, unmatched=unmatched)
+        foreign = [u for u in unmatched if u.get("kind") == "company"]
+        # Not ``decision.scoped``: an index of one company scopes a question naming no indexed company to that one.
+        if explicit or decision.companies or not foreign:
+            return decision
+        reason = "no indexed filing matches: " + "; ".join(u["reason"] for u in foreign)
+        return dataclasses.replace(decision, filing_ids=[], reason=reason, matches=[])
+
     @component.output_types(filing_ids=list[str], filters=dict[str, Any], scope=dict[str, Any])
     def run(
         self,
@@ -190,6 +217,7 @@ class FilingScope(SharedStoreClient):
                 # Ten chunks per filing kept is enough votes to rank them; Edge answers a global k-NN in ~16 ms.
                 nearest = nearest_filings(self._store, query_embedding, 10 * limit)[0]
             decision = bound_unscoped(decision, nearest, limit)
+        decision = self._say_what_is_not_there(query, decision, analysed, bool(filing_ids))
         ids = decision.filing_ids
         filters = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(ids)} if ids else {}
         logger.debug(

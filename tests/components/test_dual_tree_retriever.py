@@ -346,6 +346,12 @@ class TestDualTreeRetriever:
         assert runs == {"run-1"} and extra.id not in {d.id for d in out["documents"]}
         assert all("rewritten" not in d.content for d in out["documents"])
 
+    def test_nothing_routed_searches_nothing(self, store):
+        """An empty budget list (FlamRouter had no filing: the scope found none) is not "every filing"."""
+        r = DualTreeRetriever(document_store=store)
+        assert r.run(query="cash", query_embedding=one_hot(9), budgets=[])["documents"] == []
+        assert r.run(query="cash", query_embedding=one_hot(9))["documents"]  # no budgets at all: every filing
+
     def test_preload_fills_cache_in_one_fetch(self, store):
         calls = count_filter_calls(store)
         r = DualTreeRetriever(document_store=store)

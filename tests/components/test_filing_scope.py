@@ -296,3 +296,31 @@ def test_a_filing_indexed_after_start_is_seen_after_refresh_seconds(refresh_seco
     found = scope.run(query="What was Beta's revenue?")["filing_ids"]
     assert (found == ["B"]) is sees_new
     release_store(store)
+
+
+def _bby_store() -> InMemoryDocumentStore:
+    store = InMemoryDocumentStore(index=f"fs-{uuid.uuid4().hex}")
+    meta = {"node_type": "filing", "filing_id": "BBY", "company": "BEST BUY CO., INC.", "ticker": "BBY",
+            "form": "10-Q", "fiscal_year": 2024, "fiscal_quarter": 2, "period": "FY2024 Q2"}  # fmt: skip
+    store.write_documents([Document(id="BBY#filing", content="", meta=meta)])
+    return store
+
+
+def test_a_company_the_index_lacks_scopes_to_no_filing():
+    """Apple asked of a Best Buy index: no filing in scope (not Best Buy's passages), and the reason says why."""
+    store = _bby_store()
+    out = FilingScope(document_store=store).run(query="What was Apple's revenue in fiscal 2019?")
+    assert out["filing_ids"] == [] and out["filters"] == {}
+    assert out["scope"]["reason"].startswith("no indexed filing matches: no indexed company is named 'Apple'")
+    # an explicit scope is the caller's choice, and a named indexed company keeps its filings
+    assert FilingScope(document_store=store).run(query="Apple's revenue?", filing_ids=["BBY"])["filing_ids"] == ["BBY"]
+    both = FilingScope(document_store=store).run(query="Did Best Buy sell more than Apple?")
+    assert both["filing_ids"] == ["BBY"]
+    release_store(store)
+
+
+def test_a_segment_name_is_no_company_notice():
+    store = _bby_store()
+    out = FilingScope(document_store=store).run(query="What was Domestic segment revenue?")
+    assert out["filing_ids"] == ["BBY"] and out["scope"]["unmatched"] == []
+    release_store(store)

@@ -395,3 +395,38 @@ class CompanyIndex:
         spans_with_ticker = {(m.start, m.end) for m in kept if m.how == "ticker"}
         kept = [m for m in kept if m.how == "ticker" or (m.start, m.end) not in spans_with_ticker]
         return sorted(kept, key=lambda m: m.start)
+
+
+# --- capitalized spans that are not company names -----------------------------------------------------------------
+
+# Words a question capitalizes for segments, regions, channels and generic nouns rather than for a company
+# ("Domestic segment revenue", "International", "North America", "the Company's tax rate"). A span made only of
+# these is not reported as an unknown company. Closed and short on purpose: it lists what filings call segments
+# and regions, not every English word.
+NOT_COMPANY_WORDS = frozenset(
+    {
+        "domestic", "international", "global", "worldwide", "north", "south", "east", "west", "central", "latin",
+        "america", "americas", "europe", "european", "asia", "pacific", "emea", "apac", "china", "greater", "japan",
+        "canada", "mexico", "u.s.", "us", "usa", "united", "states", "kingdom", "middle", "africa", "rest", "world",
+        "consumer", "commercial", "enterprise", "retail", "wholesale", "online", "digital", "services", "products",
+        "segment", "segments", "company", "company's", "corporate", "other", "total", "all", "new", "core",
+        "management", "management's", "board", "directors", "shareholders", "stockholders", "auditor", "auditors",
+    }
+)  # fmt: skip
+# A capitalized span right before one of these names a segment or a region of the filer, not another company.
+SEGMENT_NOUNS = frozenset({"segment", "segments", "division", "divisions", "region", "regions", "business", "unit"})
+
+
+def may_name_company(question: str, start: int, end: int, term_texts: Iterable[str] = ()) -> bool:
+    """Whether the capitalized span ``question[start:end]`` may name a company the index lacks, for the "not in
+    these filings" notice: not when every word is a segment, region or generic word (``NOT_COMPANY_WORDS``), when a
+    segment noun follows it ("Domestic segment"), or when its words are lexicon terms the question matched
+    ("Capital Expenditures", "Revenue": ``term_texts``, the terms as written in the question)."""
+    words = [w.lower() for w in re.findall(r"[\w.'’&-]+", question[start:end])]
+    if not words or all(w in NOT_COMPANY_WORDS for w in words):
+        return False
+    following = re.match(r"\s+([A-Za-z]+)", question[end:])
+    if following and following.group(1).lower() in SEGMENT_NOUNS:
+        return False
+    term_words = {w.lower() for text in term_texts for w in re.findall(r"[\w.'’&-]+", text)}
+    return not all(w in term_words or w in NOT_COMPANY_WORDS for w in words)
