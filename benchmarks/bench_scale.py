@@ -301,8 +301,12 @@ def disk_mb(path: Path) -> float:
 # --- the query subprocess ----------------------------------------------------------------------------------------
 
 
-def query_child(store: Path, backend: str, questions_path: Path, filing_ids: set[str]) -> dict[str, Any]:
-    """Runs in a fresh process: start-up, then each dev question cold and warm (shared setting, k=5)."""
+def query_child(
+    store: Path, backend: str, questions_path: Path, filing_ids: set[str], warm_repeat: int = 0
+) -> dict[str, Any]:
+    """Runs in a fresh process: start-up, then each dev question cold and warm (shared setting, k=5); then
+    ``warm_repeat`` more warm passes over all questions, not recorded (so that a profiler of the process sees the
+    warm path)."""
     from haystack_fin.core.evaluation import Passage, load_questions, percentile, score_question
     from haystack_fin.pipeline_loader import BACKEND_ENV
 
@@ -317,10 +321,14 @@ def query_child(store: Path, backend: str, questions_path: Path, filing_ids: set
     runner.run(TRIVIAL_QUERY, filing_ids=[STARTUP_FILING], k=5)
     startup = time.perf_counter() - t0
     scroll = filtered_scroll_ms(runner)
+    stage_ms = time_stages(runner)
     questions = [q for q in load_questions(questions_path) if q.doc_name in filing_ids]
     cold: list[float] = []
     warm: list[float] = []
     first_touch: list[float] = []
+    warm_stages: dict[str, list[float]] = {}
+    for calls in stage_ms.values():
+        calls.clear()
     per_question: dict[str, dict[str, Any]] = {}
     try:
         for q in questions:
@@ -331,6 +339,10 @@ def query_child(store: Path, backend: str, questions_path: Path, filing_ids: set
                 results.append(runner.run(q.question, filing_ids=None, k=5))
                 times.append(1000 * (time.perf_counter() - t))
             first, result = results
+            for stage in stage_ms:  # what the warm run spent per component (the first of the two was cold)
+                warm_stages.setdefault(stage, []).append(stage_ms[stage][-1] if stage_ms[stage] else 0.0)
+            for calls in stage_ms.values():
+                calls.clear()
             cold.append(times[0])
             cache = (first.trace.get("retrieval") or {}).get("cache") or {}
             if cache.get("loaded"):  # the cold run fetched a filing from the store: a first touch
@@ -355,6 +367,9 @@ def query_child(store: Path, backend: str, questions_path: Path, filing_ids: set
                 if isinstance(result.trace.get("scope"), dict)
                 else None,
             }
+        for _ in range(warm_repeat):
+            for q in questions:
+                runner.run(q.question, filing_ids=None, k=5)
     finally:
         runner.close()
     n_q = max(1, len(per_question))
@@ -371,9 +386,28 @@ def query_child(store: Path, backend: str, questions_path: Path, filing_ids: set
         "doc_hit@5": round(sum(r["doc_hit@5"] for r in per_question.values()) / n_q, 4),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         **scroll,
+        "warm_stage_p50_ms": {k: round(percentile(v, 50), 1) for k, v in warm_stages.items()},
         "load_avg": round(os.getloadavg()[0], 2),
         "per_question": per_question,
     }
+
+
+def time_stages(runner: Any) -> dict[str, list[float]]:
+    """Wrap every component's ``run`` of the runner's pipeline to record its milliseconds per call (what the
+    pipeline spends between components, e.g. copying inputs, is the rest of the query's time)."""
+    calls: dict[str, list[float]] = {}
+    for name, instance in runner.pipe.walk():
+        calls[name] = []
+
+        def timed(*args: Any, __run: Any = instance.run, __out: list[float] = calls[name], **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return __run(*args, **kwargs)
+            finally:
+                __out.append(1000 * (time.perf_counter() - t))
+
+        instance.run = timed
+    return calls
 
 
 def filtered_scroll_ms(runner: Any, repeat: int = 5) -> dict[str, Any]:
@@ -457,6 +491,9 @@ def main() -> int:
         help="measure a store kept by an earlier --keep run of the same N and backend instead of writing it again",
     )
     parser.add_argument("--write-only", action="store_true", help="write (and keep) the stores, measure nothing")
+    parser.add_argument(
+        "--warm-repeat", type=int, default=0, help="child only: extra unrecorded warm passes (for a profiler)"
+    )
     parser.add_argument("--child-store", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-backend", help=argparse.SUPPRESS)
     parser.add_argument("--child-filings", help=argparse.SUPPRESS)
@@ -467,7 +504,13 @@ def main() -> int:
     if args.child_store:
         print(
             json.dumps(
-                query_child(args.child_store, args.child_backend, args.questions, set(args.child_filings.split(",")))
+                query_child(
+                    args.child_store,
+                    args.child_backend,
+                    args.questions,
+                    set(args.child_filings.split(",")),
+                    args.warm_repeat,
+                )
             )
         )
         return 0
