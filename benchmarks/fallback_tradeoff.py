@@ -14,13 +14,36 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from haystack_fin.calibration import Sweep, collect
 from haystack_fin.components.modality_fallback import ModalityThresholdFallback
 from haystack_fin.core.evaluation import load_questions
-from haystack_fin.core.retrieval.modality_fallback import FallbackConfig, threshold_grid
+from haystack_fin.core.retrieval.modality_fallback import FallbackConfig, cosines, threshold_grid
 from haystack_fin.evaluation_runner import HaystackFinRetrieval
 from haystack_fin.pipeline_loader import pipeline_dict
+
+
+def print_cosines(ranked: list[Any]) -> None:
+    """Median cosine to the query of the ranked top-5 chunks on a gold page vs the others, per modality: whether a
+    cosine threshold can tell the evidence from the rest."""
+    by: dict[tuple[str, bool], list[float]] = {}
+    for r in ranked:
+        sims = cosines(r.embedding, [d.embedding for d in r.ranked[:5]])
+        for doc, sim in zip(r.ranked[:5], sims, strict=True):
+            if sim is None:
+                continue
+            gold = doc.meta.get("filing_id") == r.question.doc_name and not r.question.gold_pages.isdisjoint(
+                doc.meta.get("page_numbers") or []
+            )
+            by.setdefault((str(doc.meta.get("modality") or "text"), gold), []).append(sim)
+    for (modality, gold), values in sorted(by.items()):
+        values.sort()
+        q = [values[int(f * (len(values) - 1))] for f in (0.1, 0.5, 0.9)]
+        print(
+            f"top-5 {modality:<6} {'gold' if gold else 'other':<6} n={len(values):>3}  p10/p50/p90 cosine "
+            f"{q[0]:.2f}/{q[1]:.2f}/{q[2]:.2f}"
+        )
 
 
 def main() -> int:
@@ -34,6 +57,9 @@ def main() -> int:
     parser.add_argument("--coverage", default="any,none")
     parser.add_argument("--table-offset", type=float, default=0.0)
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--cosines", action="store_true", help="also: cosines of the ranked passages on gold pages vs the others"
+    )
     args = parser.parse_args()
     if not Path(args.pdfs).is_dir():
         print(f"error: {args.pdfs}: not a folder", file=sys.stderr)
@@ -47,6 +73,8 @@ def main() -> int:
     try:
         ranked = collect(fin, questions, args.setting, quiet=True)
         sweep = Sweep(fin, base, ranked)
+        if args.cosines:
+            print_cosines(ranked)
         baseline, mismatches = sweep.baseline()
         rows = []
         for coverage in args.coverage.split(","):
