@@ -1,7 +1,8 @@
 """Structural checks of FilingSplitter output over a folder of filings (no embedding, no store).
 
-For every filing: Items with page ranges, and counts of chunks missing a provenance field, table blocks with more
-than 15 data rows, and two measures of table text left in text chunks:
+For every filing: Items with page ranges, image chunks (and how many are vector charts), and counts of chunks
+missing a provenance field, table blocks with more than 15 data rows, and two measures of table text left in text
+chunks:
 
 - ``table_rows_in_text``: rows of the tables we found whose label and first two values also appear in a text chunk;
 - ``value_lines_in_text`` (PDF only): lines of the page that read like a table row by themselves (two or more
@@ -36,6 +37,8 @@ def check(path: Path, converter: FilingConverter, splitter: FilingSplitter) -> d
     chunks, node = split["documents"], split["filing_nodes"][0]
     missing = sum(1 for c in chunks if not set(schema.PROVENANCE_FIELDS) <= c.meta.keys())
     tables = [c for c in chunks if c.meta[schema.MODALITY] == "table"]
+    images = [c for c in chunks if c.meta[schema.MODALITY] == "image"]
+    charts = sum(1 for c in images if (c.meta.get(schema.IMAGE) or {}).get("kind") == "chart")
     oversized = sum(1 for t in tables if len(t.meta[schema.TABLE_JSON]["rows"]) > MAX_ROWS)
     row_probes = set()
     for t in tables:
@@ -52,6 +55,9 @@ def check(path: Path, converter: FilingConverter, splitter: FilingSplitter) -> d
         "pages": node.meta[schema.N_PAGES],
         "chunks": len(chunks),
         "tables": len(tables),
+        "images": len(images),
+        "charts": charts,
+        "text_words": sum(len(c.content.split()) for c in chunks if c.meta[schema.MODALITY] == "text"),
         "missing_provenance": missing,
         "blocks_over_15_rows": oversized,
         "table_rows_probed": len(row_probes),
@@ -110,14 +116,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['filing']}: ERROR {r['error']}")
             continue
         print(
-            f"{r['filing']}: {r['form']} {r['pages']}p {r['chunks']} chunks ({r['tables']} table blocks); "
+            f"{r['filing']}: {r['form']} {r['pages']}p {r['chunks']} chunks ({r['tables']} table blocks, "
+            f"{r['images']} image chunks of which {r['charts']} charts); "
             f"missing provenance {r['missing_provenance']}, blocks >15 rows {r['blocks_over_15_rows']}, "
             f"table rows in text {r['table_rows_in_text']}/{r['table_rows_probed']}, "
             f"value lines in text {r['value_lines_in_text']}\n    {r['items']}"
         )
         for example in r["value_line_examples"]:
             print(f"      value line in text: {example}")
-    totals = {k: sum(r.get(k, 0) for r in rows) for k in ("chunks", "missing_provenance", "blocks_over_15_rows")}
+    keys = ("chunks", "tables", "images", "charts", "text_words", "missing_provenance", "blocks_over_15_rows")
+    totals = {k: sum(r.get(k, 0) for r in rows) for k in keys}
     totals["table_rows_in_text"] = sum(r.get("table_rows_in_text", 0) for r in rows)
     totals["table_rows_probed"] = sum(r.get("table_rows_probed", 0) for r in rows)
     totals["value_lines_in_text"] = sum(r.get("value_lines_in_text", 0) for r in rows)

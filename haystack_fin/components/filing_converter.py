@@ -77,6 +77,7 @@ class FilingConverter:
         table_finder: TableFinder = "hybrid",
         extract_images: bool = True,
         ocr: bool = True,
+        ocr_figures: bool = True,
     ):
         """
         :param formats: accepted formats, any of "pdf" and "html" (default both).
@@ -84,9 +85,13 @@ class FilingConverter:
             finder as a second opinion on the few pages where row-like lines lie outside every detected table),
             "layout" (the geometric detector alone), "pymupdf" (PyMuPDF's table finder on every page that may hold
             a table; several times slower) or "none".
-        :param extract_images: emit image elements (PDF images with bbox and nearby caption text).
+        :param extract_images: emit image elements: PDF raster images and vector charts (bbox, caption, introducing
+            paragraph, chart labels, whose words then leave the running text) and HTML ``<img>`` (alt, caption,
+            paragraph).
         :param ocr: OCR PDF pages without a text layer (scans; needs the ``[ocr]`` extra, without which such a page
             fails the file with one line naming the extra). False leaves those pages empty.
+        :param ocr_figures: with ``ocr``, also read the text inside PDF raster figures (chart images: axis labels,
+            legends) when the ``[ocr]`` extra is installed; 2-6 s per figure, bounded per figure.
         """
         formats = list(formats) if formats is not None else list(_FORMATS)
         unknown = [f for f in formats if f not in _FORMATS]
@@ -98,6 +103,7 @@ class FilingConverter:
         self.table_finder = table_finder
         self.extract_images = extract_images
         self.ocr = ocr
+        self.ocr_figures = ocr_figures
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -106,6 +112,7 @@ class FilingConverter:
             table_finder=self.table_finder,
             extract_images=self.extract_images,
             ocr=self.ocr,
+            ocr_figures=self.ocr_figures,
         )
 
     @classmethod
@@ -142,8 +149,9 @@ class FilingConverter:
                 table_finder=self.table_finder,
                 extract_images=self.extract_images,
                 ocr=self.ocr,
+                ocr_figures=self.ocr_figures,
             )
-        return parse_html_filing(name, data=data)
+        return parse_html_filing(name, data=data, extract_images=self.extract_images)
 
     def to_document(self, parsed: ParsedFiling, meta: dict[str, Any] | None = None) -> Document:
         """Wrap a parsed filing as a Document with detected metadata, overridden by ``meta``."""

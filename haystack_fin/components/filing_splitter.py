@@ -1,15 +1,19 @@
+import functools
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from haystack_fin.core import schema
+from haystack_fin.core.ingest.chunking import chunk_paragraphs
 from haystack_fin.core.ingest.filing_meta import detect_filing_meta
 from haystack_fin.core.ingest.layout import Element, ParsedFiling
-from haystack_fin.core.ingest.structure import ChunkRecord, FilingStructure, structure_filing
+from haystack_fin.core.ingest.semantic import semantic_chunks
+from haystack_fin.core.ingest.structure import ChunkRecord, FilingStructure, TextChunker, structure_filing
 from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.models import DEFAULT_EMBEDDER
 from haystack_fin.core.schema import Modality, NodeType
 from haystack_fin.core.statements import classify_statement_table
 from haystack_fin.core.text import normalize_line
@@ -61,7 +65,8 @@ class FilingSplitter:
       Item, with ``overlap_tokens`` of trailing sentences repeated;
     - table chunks: at most ``max_table_rows`` data rows per block, header rows repeated in every block, blocks
       ending after total rows, cell values parsed with sign and units into ``meta["table"]``;
-    - image chunks for images with a caption.
+    - image chunks (``modality="image"``) for charts and images: caption, chart labels, alt and OCR text as
+      content, ``meta["bbox"]`` and ``meta["image"]`` (kind, caption, introducing paragraph, labels).
 
     Every chunk carries the provenance contract: ``filing_id, company, form, period, item, item_title,
     section_path, page_numbers, modality, table_id, source_path`` (plus ``node_type="chunk"``, ``part``,
@@ -89,12 +94,16 @@ class FilingSplitter:
         term_stats: bool = True,
         tag_statements: bool = True,
         lexicon_path: str | None = None,
+        chunking: Literal["sentence", "semantic"] = "sentence",
+        semantic_model: str = DEFAULT_EMBEDDER,
+        semantic_percentile: float = 0.95,
+        semantic_merge_threshold: float = 0.75,
     ):
         """
         :param chunk_tokens: token budget of a text chunk (estimated word pieces of a BERT-family tokenizer).
         :param overlap_tokens: tokens of trailing sentences repeated at the start of the next text chunk.
         :param max_table_rows: at most this many data rows per table block.
-        :param include_images: emit image chunks (images with caption text).
+        :param include_images: emit image chunks (charts and images with caption, labels or OCR text).
         :param term_stats: count the financial lexicon's terms per Item into the filing node
             (``item_term_counts``, ``item_term_totals``), which FlamRouter reads at query time.
         :param tag_statements: mark the blocks of primary financial statements (balance sheet, income, cash flow,
@@ -103,6 +112,14 @@ class FilingSplitter:
         :param lexicon_path: a lexicon JSON in the format of the built-in ``haystack_fin/data/lexicon.json`` for the
             term counts and statement tags; default: the built-in lexicon. Query with the same lexicon (the
             QueryAnalyzer's ``lexicon_path``): the counts are keyed by its cluster ids.
+        :param chunking: "sentence" (default: paragraphs packed on sentence boundaries up to ``chunk_tokens``) or
+            "semantic" (cut where consecutive sentences' embeddings drift apart beyond their ``semantic_percentile``,
+            then adjacent segments at least ``semantic_merge_threshold`` similar merged up to ``chunk_tokens``;
+            inside Item boundaries; ``core/ingest/semantic.py``). Semantic chunking embeds every sentence at
+            indexing with ``semantic_model`` (loaded by ``warm_up``) and is not measured against the default yet.
+        :param semantic_model: sentence-transformers model for semantic chunking (bundled alias, name or path).
+        :param semantic_percentile: breakpoint percentile (0-1) of consecutive cosine distances.
+        :param semantic_merge_threshold: cosine similarity at or above which adjacent segments merge.
         """
         if chunk_tokens < 16:
             raise ValueError(f"chunk_tokens must be at least 16, got {chunk_tokens}")
@@ -110,6 +127,10 @@ class FilingSplitter:
             raise ValueError(f"overlap_tokens must be >= 0 and < chunk_tokens ({chunk_tokens}), got {overlap_tokens}")
         if max_table_rows < 1:
             raise ValueError(f"max_table_rows must be at least 1, got {max_table_rows}")
+        if chunking not in ("sentence", "semantic"):
+            raise ValueError(f"chunking must be 'sentence' or 'semantic', got {chunking!r}")
+        if not 0.0 <= semantic_percentile <= 1.0:
+            raise ValueError(f"semantic_percentile must be in [0, 1], got {semantic_percentile}")
         if lexicon_path is not None and not isinstance(lexicon_path, str):
             raise ValueError(f"lexicon_path must be a path string or None, got {type(lexicon_path).__name__}")
         self.chunk_tokens = chunk_tokens
@@ -119,7 +140,12 @@ class FilingSplitter:
         self.term_stats = term_stats
         self.tag_statements = tag_statements
         self.lexicon_path = lexicon_path
+        self.chunking = chunking
+        self.semantic_model = semantic_model
+        self.semantic_percentile = semantic_percentile
+        self.semantic_merge_threshold = semantic_merge_threshold
         self._lexicon: Lexicon | None = None
+        self._embedder: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -131,6 +157,10 @@ class FilingSplitter:
             term_stats=self.term_stats,
             tag_statements=self.tag_statements,
             lexicon_path=self.lexicon_path,
+            chunking=self.chunking,
+            semantic_model=self.semantic_model,
+            semantic_percentile=self.semantic_percentile,
+            semantic_merge_threshold=self.semantic_merge_threshold,
         )
 
     @classmethod
@@ -138,9 +168,34 @@ class FilingSplitter:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        """Load the financial lexicon once, if term statistics or statement tags are on."""
+        """Load the financial lexicon once, if term statistics or statement tags are on, and the embedder of
+        semantic chunking."""
         if (self.term_stats or self.tag_statements) and self._lexicon is None:
             self._lexicon = Lexicon.load(self.lexicon_path)
+        if self.chunking == "semantic" and self._embedder is None:
+            from haystack_fin.components.document_embedder import FinDocumentEmbedder
+
+            embedder = FinDocumentEmbedder(model=self.semantic_model, progress_bar=False)
+            embedder.warm_up()
+            self._embedder = embedder
+
+    def _text_chunker(self) -> TextChunker:
+        if self.chunking != "semantic":
+            return chunk_paragraphs
+        if self._embedder is None:
+            self.warm_up()
+        embedder = self._embedder
+
+        def embed(texts: list[str]) -> list[list[float]]:
+            docs = embedder.run(documents=[Document(content=t) for t in texts])["documents"]
+            return [d.embedding for d in docs]
+
+        return functools.partial(
+            semantic_chunks,
+            embed=embed,
+            percentile=self.semantic_percentile,
+            merge_threshold=self.semantic_merge_threshold,
+        )
 
     def _filing_meta(self, doc: Document, parsed: ParsedFiling) -> dict[str, Any]:
         meta = {k: doc.meta[k] for k in _FILING_FIELDS if doc.meta.get(k) not in (None, "")}
@@ -174,6 +229,7 @@ class FilingSplitter:
             self.chunk_tokens,
             self.overlap_tokens,
             self.max_table_rows,
+            self._text_chunker(),
         )
         if not self.include_images:
             structure.chunks = [c for c in structure.chunks if c.modality != Modality.IMAGE.value]
@@ -199,6 +255,10 @@ class FilingSplitter:
             f"{self.chunk_tokens}/{self.overlap_tokens}/{self.max_table_rows}/{self.include_images}/"
             f"{self.tag_statements}".encode()
         )
+        if self.chunking == "semantic":  # default-mode run ids stay what they were
+            h.update(
+                f"/semantic/{self.semantic_model}/{self.semantic_percentile}/{self.semantic_merge_threshold}".encode()
+            )
         for c in structure.chunks:
             h.update(c.content.encode("utf-8", "replace"))
         return h.hexdigest()[:16]
@@ -223,6 +283,10 @@ class FilingSplitter:
             chunk_meta[schema.OCR_CONFIDENCE] = rec.ocr_confidence
             key = schema.OCR_SUSPECT_CELLS if rec.table is not None else schema.OCR_SUSPECT_NUMBERS
             chunk_meta[key] = [list(s) for s in rec.ocr_suspects]
+        if rec.bbox is not None:
+            chunk_meta[schema.BBOX] = list(rec.bbox)
+        if rec.image is not None:
+            chunk_meta[schema.IMAGE] = rec.image
         if rec.table is not None:
             chunk_meta[schema.TABLE_JSON] = rec.table
             chunk_meta[schema.TABLE_BLOCK] = rec.table_block

@@ -76,6 +76,11 @@ GRAPH_ENTITIES = "graph_entities"
 GRAPH_EDGES = "graph_edges"
 GRAPH_VERSION = "graph_version"
 GRAPH = "graph"  # GraphExpander: {"score", "hops", "path": [edges], "anchors", "reason"}
+# Image chunks (charts and images, core/ingest/figures.py): the figure's box on its page [x0, y0, x1, y1] in PDF
+# points (PDF only), and {"kind": "raster"|"chart"|"html", "chart", "caption", "context", "labels", "alt",
+# "ocr_text"} (layout.ImageData).
+BBOX = "bbox"
+IMAGE = "image"
 N_PAGES = "n_pages"
 ITEMS = "items"
 N_CHUNKS_BY_MODALITY = "n_chunks_by_modality"

@@ -17,7 +17,7 @@ from pathlib import Path
 import lxml.etree
 import lxml.html
 
-from haystack_fin.core.ingest.layout import Element, FilingParseError, ParsedFiling, TableData
+from haystack_fin.core.ingest.layout import Element, FilingParseError, ImageData, ParsedFiling, TableData
 from haystack_fin.core.text import normalize_line
 
 logger = logging.getLogger(__name__)
@@ -78,6 +78,15 @@ _FOOTER_LIKE = re.compile(r"^(?:page\s+)?\d{1,3}$|\|\s*\d{1,3}$|^table of conten
 
 _MAX_SPAN = 200  # cap hostile/garbled colspan values
 
+# --- images ---------------------------------------------------------------------------------------------------
+
+# <img> smaller than this (CSS px) on either side is a logo, an icon or a spacer, not a figure.
+_MIN_IMAGE_PX = 100.0
+_CSS_PX = re.compile(r"(?:^|;)\s*(width|height)\s*:\s*([\d.]+)\s*(px|pt)?", re.I)
+# Alt text that says nothing: a file name or a number (Workiva writes "g66145g66i43.jpg", "2218").
+_NAME_ONLY_ALT = re.compile(r"^[\w.\- ]*\.(?:jpe?g|png|gif|svg|bmp|tiff?)$|^[\W\d_]*$", re.I)
+_PROSE_WORDS = 12
+
 # --- input validation -----------------------------------------------------------------------------------------
 
 _HTML_MARKUP = re.compile(rb"<\s*(?:html|body|div|p|table|span|font|br|h[1-6]|pre|td|tr)\b", re.I)
@@ -106,11 +115,13 @@ class _Cell:
     rowspan: int
 
 
-def parse_html_filing(source: str | Path, data: bytes | None = None) -> ParsedFiling:
+def parse_html_filing(source: str | Path, data: bytes | None = None, extract_images: bool = True) -> ParsedFiling:
     """Parse an EDGAR HTML/inline-XBRL filing into reading-order elements with physical page numbers.
 
     ``source`` names the file (read from disk unless ``data`` is given). Raises ``FilingParseError`` when the
-    input is empty, binary, undecodable or not HTML.
+    input is empty, binary, undecodable or not HTML. With ``extract_images``, each ``<img>`` of figure size
+    becomes an image element with its alt text (when it says something), its caption (a ``<figcaption>``, or the
+    title line just above it) and the paragraph around it.
     """
     source_name = str(source)
     started = time.perf_counter()
@@ -135,8 +146,9 @@ def parse_html_filing(source: str | Path, data: bytes | None = None) -> ParsedFi
 
     _drop_hidden(root)
     body = root.find("body")
-    walker = _Walker()
+    walker = _Walker(extract_images)
     walker.run(body if body is not None else root)
+    _fill_image_context(walker.elements)
     if not walker.elements:
         raise FilingParseError(source_name, "HTML contains no visible text")
 
@@ -302,7 +314,8 @@ def _span(value: str | None) -> int:
 class _Walker:
     """Walks the DOM once in document order, tracking page breaks, styles and the current paragraph."""
 
-    def __init__(self) -> None:
+    def __init__(self, extract_images: bool = True) -> None:
+        self.extract_images = extract_images
         self.elements: list[Element] = []
         self.page_lines: dict[int, list[str]] = {}
         self.page = 1
@@ -352,7 +365,10 @@ class _Walker:
                     self._table(el, style)
                     walk.skip_subtree()
                     continue
-                if tag in _BLOCK_TAGS:
+                if tag == "img":
+                    if self.extract_images:
+                        self._image(el)
+                elif tag in _BLOCK_TAGS:
                     self._flush()
                 elif tag == "br":
                     self._br()
@@ -425,6 +441,43 @@ class _Walker:
             if line:
                 self.page_lines.setdefault(page, []).append(line)
         return pages
+
+    # -- images --------------------------------------------------------------------------------------------------
+
+    def _image(self, img: lxml.html.HtmlElement) -> None:
+        sizes = {
+            m.group(1).lower(): float(m.group(2)) * (4 / 3 if (m.group(3) or "").lower() == "pt" else 1.0)
+            for m in _CSS_PX.finditer(img.get("style") or "")
+        }
+        for side in ("width", "height"):
+            attr = (img.get(side) or "").strip().removesuffix("px")
+            if side not in sizes and attr.replace(".", "", 1).isdigit():
+                sizes[side] = float(attr)
+        if any(v < _MIN_IMAGE_PX for v in sizes.values()):
+            return
+        self._flush()
+        alt = normalize_line(img.get("alt") or "")
+        if _NAME_ONLY_ALT.match(alt):
+            alt = ""
+        caption = ""
+        for parent in img.iterancestors("figure"):
+            found = parent.find(".//figcaption")
+            if found is not None:
+                caption = normalize_line(found.text_content())
+            break
+        context = ""
+        if not caption:
+            for el in reversed(self.elements[-4:]):
+                if el.kind != "text" or _FOOTER_LIKE.search(el.text):
+                    continue
+                n_words = len(el.text.split())
+                if n_words >= _PROSE_WORDS and not el.is_heading:
+                    context = context or el.text
+                    continue
+                caption = el.text if n_words <= 15 else ""
+                break
+        image = ImageData("html", caption=caption, context=context, alt=alt)
+        self.elements.append(Element("image", image.embedding_text(), self.page, image=image))
 
     # -- tables --------------------------------------------------------------------------------------------------
 
@@ -542,6 +595,17 @@ class _Walker:
                 break
             return text, units_line
         return "", units_line
+
+
+def _fill_image_context(elements: list[Element]) -> None:
+    """An image with no paragraph before it takes the paragraph just after it as its context."""
+    for k, el in enumerate(elements):
+        if el.image is None or el.image.context:
+            continue
+        for nxt in elements[k + 1 : k + 4]:
+            if nxt.kind == "text" and len(nxt.text.split()) >= _PROSE_WORDS and not nxt.is_heading:
+                el.image.context = nxt.text
+                break
 
 
 def _has_inline_gap(el: lxml.html.HtmlElement) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 ElementKind = Literal["text", "table", "image"]
+FigureKind = Literal["raster", "chart", "html"]
 
 
 @dataclass
@@ -32,10 +33,36 @@ class TableData:
 
 
 @dataclass
+class ImageData:
+    """What is known of a figure (an image element): where it came from and the text that describes it.
+
+    ``kind`` is "raster" (a PDF image), "chart" (a PDF chart drawn with vector paths; ``chart`` is "column",
+    "bar" or "pie") or "html" (an ``<img>``). ``caption`` is the nearest caption-like line, ``context`` the
+    paragraph that introduces the figure, ``labels`` the chart's own text lines in reading order (titles, axis,
+    series and data labels), ``alt`` an HTML image's alt text when it says something, ``ocr_text`` the text OCR
+    read inside a raster image (``ocr_confidence`` its mean confidence).
+    """
+
+    kind: FigureKind
+    chart: str = ""
+    caption: str = ""
+    context: str = ""
+    labels: list[str] = field(default_factory=list)
+    alt: str = ""
+    ocr_text: str = ""
+    ocr_confidence: float | None = None
+
+    def embedding_text(self) -> str:
+        """Caption, labels, alt text and OCR text: what a figure's chunk holds and is embedded by."""
+        parts = [self.caption, " ".join(self.labels), self.alt, self.ocr_text]
+        return "\n".join(p for p in parts if p)
+
+
+@dataclass
 class Element:
     """One layout element in reading order.
 
-    ``text`` is the plain text (for tables a plain-text rendering, for images the caption/nearby text).
+    ``text`` is the plain text (for tables a plain-text rendering, for images ``image.embedding_text()``).
     ``page`` is the 1-based physical page where it starts; ``pages`` lists every page it covers (a table or a
     paragraph joined across a page break covers two). ``font_size`` and ``bold`` drive heading detection;
     ``is_heading`` is set by parsers that know it (HTML heading tags, styled titles). ``ocr`` marks an element read by
@@ -53,6 +80,7 @@ class Element:
     table: TableData | None = None
     ocr: bool = False
     ocr_confidence: float | None = None
+    image: ImageData | None = None
 
     def __post_init__(self) -> None:
         if not self.pages:
@@ -63,6 +91,8 @@ class Element:
         if not self.ocr:  # text-layer elements (nearly all) travel without the OCR fields
             for key in ("ocr", "ocr_confidence"):
                 data.pop(key)
+        if self.image is None:
+            data.pop("image")
         if self.bbox is not None:
             data["bbox"] = list(self.bbox)
         return data
@@ -72,10 +102,12 @@ class Element:
         data = dict(data)
         table = data.pop("table", None)
         bbox = data.pop("bbox", None)
+        image = data.pop("image", None)
         return cls(
             **data,
             bbox=tuple(bbox) if bbox is not None else None,
             table=TableData(**table) if table else None,
+            image=ImageData(**image) if image else None,
         )
 
 

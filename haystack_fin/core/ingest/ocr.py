@@ -457,6 +457,96 @@ def ocr_page(page: pymupdf.Page, dpi: int = DEFAULT_DPI) -> OcrPage:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Text inside a figure (chart images: axis labels, legends, data labels)
+# ---------------------------------------------------------------------------------------------------------------
+
+# A figure is OCR'd when it is at least this big on both sides (points): smaller images are logos and icons.
+FIGURE_MIN_SIDE = 100.0
+# Work bound per figure: at most this many detected lines are recognized (top to bottom), so a figure's text does
+# not depend on machine load (the dev figures: 8-90 detected lines; stock graphs hold their data table).
+FIGURE_MAX_LINES = 40
+# Wall-time safety net per figure (seconds): recognition stops between batches once it is spent (after the first
+# batch, so a loaded machine still reads the top lines).
+FIGURE_TIME_BUDGET = 20.0
+# The figure is rendered at DEFAULT_DPI, or lower so that it holds at most this many pixels (detection cost grows
+# with the area).
+FIGURE_MAX_PIXELS = 1_000_000
+_FIGURE_BATCH = 8
+
+
+@dataclass
+class OcrFigure:
+    """Text read from a figure: lines in reading order, mean confidence, time, whether the budget cut it short."""
+
+    lines: list[str]
+    confidence: float | None
+    seconds: float
+    truncated: bool = False
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.lines)
+
+
+def ocr_figure(
+    page: pymupdf.Page,
+    bbox: tuple[float, float, float, float],
+    dpi: int = DEFAULT_DPI,
+    time_budget: float = FIGURE_TIME_BUDGET,
+) -> OcrFigure:
+    """OCR the text inside a figure's box (a chart image's labels).
+
+    The box is rendered alone (``clip``, at most ``FIGURE_MAX_PIXELS``), its text lines detected, then the first
+    ``FIGURE_MAX_LINES`` recognized in batches, top to bottom, stopping early only when ``time_budget`` seconds have
+    passed after a batch; lines below ``MIN_LINE_CONFIDENCE`` are dropped. Recognized text is taken
+    as the recognizer spells it (short labels and numbers; the word-gap repair of ``ocr_page`` is for prose).
+
+    :raises OcrUnavailableError: the ``[ocr]`` extra is not installed.
+    """
+    engine = get_engine()
+    start = time.perf_counter()
+    x0, y0, x1, y1 = bbox
+    area_in = max((x1 - x0) * (y1 - y0), 1.0) / (72.0 * 72.0)
+    dpi = int(min(dpi, (FIGURE_MAX_PIXELS / area_in) ** 0.5))
+    pix = page.get_pixmap(dpi=dpi, clip=pymupdf.Rect(bbox), colorspace=pymupdf.csGRAY, alpha=False)
+    gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.stride)[:, : pix.width]
+    boxes, _ = engine.text_det(np.repeat(gray[:, :, None], 3, axis=2))
+    if boxes is None or len(boxes) == 0:
+        return OcrFigure([], None, time.perf_counter() - start)
+    quads = sorted(
+        (np.asarray(q, dtype=np.float64) for q in boxes), key=lambda q: (round(q[:, 1].min() / 8), q[:, 0].min())
+    )
+    crops = []
+    height, width = gray.shape
+    for q in quads:
+        bx0, by0 = int(max(q[:, 0].min() - 2, 0)), int(max(q[:, 1].min() - 2, 0))
+        bx1, by1 = int(min(q[:, 0].max() + 2, width)), int(min(q[:, 1].max() + 2, height))
+        if bx1 - bx0 >= 4 and by1 - by0 >= 4:
+            crops.append(np.repeat(gray[by0:by1, bx0:bx1, None], 3, axis=2))
+    lines: list[str] = []
+    confs: list[float] = []
+    truncated = len(crops) > FIGURE_MAX_LINES
+    crops = crops[:FIGURE_MAX_LINES]
+    for k in range(0, len(crops), _FIGURE_BATCH):
+        if k and time.perf_counter() - start > time_budget:
+            truncated = True
+            break
+        results, _ = engine.text_rec(crops[k : k + _FIGURE_BATCH], False)
+        for result in results:
+            text, conf = str(result[0]).strip(), float(result[1])
+            if text and conf >= MIN_LINE_CONFIDENCE:
+                lines.append(text)
+                confs.append(conf)
+    seconds = time.perf_counter() - start
+    if truncated:
+        n_read = min(k, len(crops))
+        logger.info(
+            "figure OCR on page %d stopped after %.1f s (%d of %d lines)", page.number + 1, seconds, n_read, len(crops)
+        )
+    return OcrFigure(lines, float(np.mean(confs)) if confs else None, seconds, truncated)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Plausibility of OCR'd numbers
 # ---------------------------------------------------------------------------------------------------------------
 

@@ -4,11 +4,12 @@ This is FilingSplitter's algorithm, kept free of Haystack so it can be tested an
 """
 
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from haystack_fin.core import schema
-from haystack_fin.core.ingest.chunking import Paragraph, chunk_paragraphs
+from haystack_fin.core.ingest.chunking import Paragraph, TextChunk, chunk_paragraphs
 from haystack_fin.core.ingest.cleanup import join_page_breaks, remove_page_furniture
 from haystack_fin.core.ingest.items import (
     COVER_CODE,
@@ -25,6 +26,9 @@ from haystack_fin.core.schema import Modality
 from haystack_fin.core.table_cells import detect_units
 
 logger = logging.getLogger(__name__)
+
+# (paragraphs of one run, chunk_tokens, overlap_tokens) -> chunks: ``chunk_paragraphs`` or a semantic chunker.
+TextChunker = Callable[[list[Paragraph], int, int], list[TextChunk]]
 
 _MAX_HEADING_CHARS = 120
 _MIN_CAPTION_WORDS = 3
@@ -50,6 +54,8 @@ class ChunkRecord:
     ocr_confidence: float | None = None
     # Implausible OCR'd numbers: [token, reason] (text) or [row, col, text, reason] (table block data rows).
     ocr_suspects: list[list[Any]] = field(default_factory=list)
+    bbox: list[float] | None = None  # image chunks: the figure's box on its page
+    image: dict[str, Any] | None = None  # image chunks: layout.ImageData as a dict
 
 
 @dataclass
@@ -94,6 +100,7 @@ def _section_chunks(
     chunk_tokens: int,
     overlap_tokens: int,
     max_table_rows: int,
+    text_chunker: TextChunker = chunk_paragraphs,
 ) -> list[ChunkRecord]:
     stack: list[tuple[tuple[float, bool, bool], str]] = []
     paragraphs: list[Paragraph] = []
@@ -101,7 +108,7 @@ def _section_chunks(
     last_texts: list[str] = []
 
     def flush_text() -> None:
-        for chunk in chunk_paragraphs(paragraphs, chunk_tokens, overlap_tokens):
+        for chunk in text_chunker(list(paragraphs), chunk_tokens, overlap_tokens) if paragraphs else []:
             records.append(
                 ChunkRecord(
                     chunk.text,
@@ -159,15 +166,22 @@ def _section_chunks(
                     )
                 )
         elif el.kind == "image" and len(el.text.split()) >= _MIN_CAPTION_WORDS:
+            image = el.image
+            read = image is not None and bool(image.ocr_text)
             records.append(
                 ChunkRecord(
-                    f"[Image, page {el.page}] {el.text}",
+                    f"[{'Chart' if image and image.kind == 'chart' else 'Image'}, page {el.page}] {el.text}",
                     Modality.IMAGE.value,
                     section.item,
                     section.title,
                     section.part,
                     path,
                     list(el.pages),
+                    ocr=read,
+                    ocr_confidence=image.ocr_confidence if image is not None and read else None,
+                    ocr_suspects=suspect_numbers(image.ocr_text) if image is not None and read else [],
+                    bbox=[round(v, 1) for v in el.bbox] if el.bbox else None,
+                    image=asdict(image) if image is not None else None,
                 )
             )
     flush_text()
@@ -181,12 +195,15 @@ def structure_filing(
     chunk_tokens: int = 200,
     overlap_tokens: int = 20,
     max_table_rows: int = 15,
+    text_chunker: TextChunker = chunk_paragraphs,
 ) -> FilingStructure:
     """Clean pages, find Item (or heading) sections and cut every section into text, table and image chunks.
 
     :param parsed: the converter's output.
     :param form: the filing's form ("10-K", "10-Q", "8-K", ...); selects the Item catalog.
     :param filing_id: used to build table ids.
+    :param text_chunker: packs each run of paragraphs (one Item, between tables) into text chunks; default
+        ``chunk_paragraphs``, or ``semantic.semantic_chunks`` bound to an embedder.
     """
     elements = join_page_breaks(remove_page_furniture(parsed.elements))
     family = form_family(form)
@@ -197,7 +214,15 @@ def structure_filing(
     for section in sections:
         label = item_label(section, family)
         records = _section_chunks(
-            elements, section, label, filing_id, table_counter, chunk_tokens, overlap_tokens, max_table_rows
+            elements,
+            section,
+            label,
+            filing_id,
+            table_counter,
+            chunk_tokens,
+            overlap_tokens,
+            max_table_rows,
+            text_chunker,
         )
         text = "\n".join(el.text for el in elements[section.start : section.end] if el.kind != "image")
         items.append(
