@@ -142,3 +142,31 @@ def test_in_a_pipeline_after_yaml_round_trip(embedder):
     restored = Pipeline.loads(pipe.dumps(), allowed_modules=["haystack_fin"])
     vector = restored.run({"embedder": {"text": "operating income"}})["embedder"]["embedding"]
     np.testing.assert_allclose(vector, embedder.run("operating income")["embedding"], atol=1e-6)
+
+
+def test_torch_threads_for_the_question_and_restored_after(embedder):
+    import torch
+
+    before = torch.get_num_threads()
+    one = FinTextEmbedder(torch_threads=1)
+    one.embedding_backend = embedder.embedding_backend  # the loaded model, not a second load
+    seen = []
+    original = embedder.embedding_backend.embed
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    one.embedding_backend.embed = spy
+    try:
+        vector = one.run("What was FY2018 capex?")["embedding"]
+    finally:
+        one.embedding_backend.embed = original
+    assert seen == [1] and torch.get_num_threads() == before
+    assert cosine(vector, embedder.run("What was FY2018 capex?")["embedding"]) > 0.9999  # same vector
+    data = FinTextEmbedder(torch_threads=None).to_dict()
+    assert data["init_parameters"]["torch_threads"] is None
+    assert FinTextEmbedder.from_dict(data).torch_threads is None
+    assert FinTextEmbedder().to_dict()["init_parameters"]["torch_threads"] == 1
+    with pytest.raises(ValueError, match="torch_threads"):
+        FinTextEmbedder(torch_threads=0)
