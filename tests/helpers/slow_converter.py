@@ -16,10 +16,11 @@ CRASH_EXIT_CODE = 3
 
 @component
 class SlowConverter:
-    def __init__(self, table_finder: str = "hybrid", extract_images: bool = True) -> None:
+    def __init__(self, table_finder: str = "hybrid", extract_images: bool = True, ocr_figures: bool = True) -> None:
         self.table_finder = table_finder
         self.extract_images = extract_images
-        self._inner = FilingConverter(table_finder=table_finder, extract_images=extract_images)
+        self.ocr_figures = ocr_figures
+        self._inner = FilingConverter(table_finder=table_finder, extract_images=extract_images, ocr_figures=ocr_figures)
 
     @component.output_types(documents=list[Document], failures=list[dict[str, str]])
     def run(self, sources: list[str], meta: dict[str, Any] | list[dict[str, Any]] | None = None) -> dict[str, Any]:

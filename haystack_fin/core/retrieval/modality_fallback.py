@@ -26,9 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
-
 from haystack_fin.core.lexicon import normalize_term
+from haystack_fin.core.retrieval.passage_scoring import cosines
 
 MODALITIES: tuple[str, ...] = ("text", "table", "image")
 TIERS: tuple[str, ...] = ("text", "table", "image")
@@ -126,29 +125,6 @@ class FallbackDecision:
             "checks": self.checks,
             "n_kept": len(self.keep),
         }
-
-
-def cosines(query_embedding: Sequence[float], embeddings: Sequence[Sequence[float] | None]) -> list[float | None]:
-    """Raw cosine of each embedding with the query (None where an embedding is missing).
-
-    :raises ValueError: an embedding of another dimension than the query's (two different embedders).
-    """
-    q = np.asarray(query_embedding, dtype=np.float64)
-    q_norm = float(np.linalg.norm(q))
-    out: list[float | None] = []
-    for i, emb in enumerate(embeddings):
-        if emb is None or len(emb) == 0:
-            out.append(None)
-            continue
-        v = np.asarray(emb, dtype=np.float64)
-        if v.shape != q.shape:
-            raise ValueError(
-                f"passage {i} has an embedding of dimension {v.shape[0]} but the query embedding has {q.shape[0]}: "
-                "query and passages must come from the same embedder"
-            )
-        denom = q_norm * float(np.linalg.norm(v))
-        out.append(float(q @ v) / denom if denom > 0 else 0.0)
-    return out
 
 
 def concept_phrases(clusters: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, list[str]]]:

@@ -247,6 +247,30 @@ def lexical_scores(query_terms: Sequence[str], passage_terms: Sequence[Sequence[
     return [float(s) / best if best > 0 else 0.0 for s in raw]
 
 
+def cosines(query_embedding: Sequence[float], embeddings: Sequence[Sequence[float] | None]) -> list[float | None]:
+    """Raw cosine of each embedding with the query (None where an embedding is missing); the modality fallback
+    thresholds these, the fallback scorer's dense signal rescales them.
+
+    :raises ValueError: an embedding of another dimension than the query's (two different embedders).
+    """
+    q = np.asarray(query_embedding, dtype=np.float64)
+    q_norm = float(np.linalg.norm(q))
+    out: list[float | None] = []
+    for i, emb in enumerate(embeddings):
+        if emb is None or len(emb) == 0:
+            out.append(None)
+            continue
+        v = np.asarray(emb, dtype=np.float64)
+        if v.shape != q.shape:
+            raise ValueError(
+                f"passage {i} has an embedding of dimension {v.shape[0]} but the query embedding has {q.shape[0]}: "
+                "query and passages must come from the same embedder"
+            )
+        denom = q_norm * float(np.linalg.norm(v))
+        out.append(float(q @ v) / denom if denom > 0 else 0.0)
+    return out
+
+
 def dense_scores(
     query_embedding: Sequence[float] | None, embeddings: Sequence[Sequence[float] | None]
 ) -> list[float | None]:
@@ -256,23 +280,9 @@ def dense_scores(
     """
     if query_embedding is None or len(query_embedding) == 0:
         return [None] * len(embeddings)
-    q = np.asarray(query_embedding, dtype=np.float64)
-    q_norm = float(np.linalg.norm(q))
-    cosines: list[float | None] = []
-    for i, emb in enumerate(embeddings):
-        if emb is None or len(emb) == 0:
-            cosines.append(None)
-            continue
-        v = np.asarray(emb, dtype=np.float64)
-        if v.shape != q.shape:
-            raise ValueError(
-                f"passage {i} has an embedding of dimension {v.shape[0]} but the query embedding has {q.shape[0]}: "
-                "query and passages must come from the same embedder"
-            )
-        denom = q_norm * float(np.linalg.norm(v))
-        cosines.append(max(float(q @ v) / denom, 0.0) if denom > 0 else 0.0)
-    best = max((c for c in cosines if c is not None), default=0.0)
-    return [None if c is None else (c / best if best > 0 else 0.0) for c in cosines]
+    clipped = [None if c is None else max(c, 0.0) for c in cosines(query_embedding, embeddings)]
+    best = max((c for c in clipped if c is not None), default=0.0)
+    return [None if c is None else (c / best if best > 0 else 0.0) for c in clipped]
 
 
 # Words every statement's column headers share ("Three Months Ended", "Second Quarter", "Fiscal Year"): a match on
@@ -300,7 +310,7 @@ def table_prior(query_terms: Sequence[str], passage: Passage) -> float:
 # financial data for the Domestic segment", "Revenue by reportable segment", "Geographic Information".
 _SEGMENT_CUE = re.compile(r"\b(?:segments?|geographic(?:al)?|by (?:region|geography|geographic area))\b", re.IGNORECASE)
 # The word before "segment" names it ("the Domestic segment"); these words do not.
-_SEGMENT_NAME = re.compile(r"\b([A-Za-z][\w&-]*) segments?\b")
+_SEGMENT_NAME = re.compile(r"\b([A-Za-z]\w*) segments?\b")
 _GENERIC_SEGMENT_WORDS = frozenset(
     ("reportable", "operating", "business", "each", "our", "the", "its", "by", "all", "other", "and", "of", "for")
 )
