@@ -347,17 +347,25 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from haystack_fin.evaluation_runner import run_financebench
+def _benchmark_store(args: argparse.Namespace, command: str) -> str | None:
+    """The store ``eval`` / ``calibrate`` index into: ``--store``, else a new temporary folder (none with
+    ``--qdrant-url``); checked (and created) like ``index`` checks it."""
     from haystack_fin.pipeline_loader import pipeline_dict
 
-    ks = args.k
     store = args.store
     if store is None and args.qdrant_url is None:
         import tempfile
 
-        store = tempfile.mkdtemp(prefix="haystack-fin-eval-")
+        store = tempfile.mkdtemp(prefix=f"haystack-fin-{command}-")
     _check_store(args, pipeline_dict("indexing", store), create=True, store=store)
+    return store
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from haystack_fin.evaluation_runner import run_financebench
+
+    ks = args.k
+    store = _benchmark_store(args, "eval")
     result = run_financebench(
         args.questions,
         args.pdfs,
@@ -387,7 +395,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from haystack_fin.calibration import fragment, run_calibration, sweep_table
     from haystack_fin.core.retrieval.modality_fallback import threshold_grid
-    from haystack_fin.pipeline_loader import pipeline_dict
 
     grids = {}
     for name in ("text_range", "table_range", "image_range"):
@@ -401,12 +408,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"error: --{name.replace('_', '-')} {raw!r}: expected START:STOP:STEP ({exc})", file=sys.stderr)
             return 2
-    store = args.store
-    if store is None and args.qdrant_url is None:
-        import tempfile
-
-        store = tempfile.mkdtemp(prefix="haystack-fin-calibrate-")
-    _check_store(args, pipeline_dict("indexing", store), create=True, store=store)
+    store = _benchmark_store(args, "calibrate")
     result = run_calibration(
         args.questions,
         args.pdfs,
