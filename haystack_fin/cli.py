@@ -312,6 +312,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from haystack_fin.core.trace_text import explain_lines
     from haystack_fin.pipeline_loader import pipeline_dict
 
+    if not args.question.strip():  # an empty question would rank the store's chunks for nothing
+        print("error: the question is empty", file=sys.stderr)
+        return 2
     _check_store(args, pipeline_dict("query", args.store, args.qdrant_url, args.index), create=args.create)
     out = ask(args.question, args)
     unmatched = (out["trace"].get("scope") or {}).get("unmatched") or []

@@ -341,3 +341,11 @@ def test_index_truncated_pdf_prints_one_line(fixtures, tmp_path):
     assert proc.stderr.strip().splitlines() == [
         f"error: {truncated}: unexpected RuntimeError: code=7: Invalid number of pages"
     ]
+
+
+@pytest.mark.parametrize("question", ["", "   "])
+def test_empty_question_is_an_error_not_passages(tmp_path, question, capsys):
+    assert main(["ask", question, "--store", str(tmp_path / "never-opened"), "--no-llm"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "error: the question is empty"
+    assert not (tmp_path / "never-opened").exists()
