@@ -48,6 +48,7 @@ def test_query_pipeline_answers_with_citations(tmp_path, fixtures):
                 "router": {"query": q},
                 "retriever": {"query": q},
                 "ranker": {"query": q},
+                "fallback": {"query": q},
                 "prompt_builder": {"query": q},
                 "answer_builder": {"query": q},
             },

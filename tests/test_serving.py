@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -259,7 +260,8 @@ def test_chat_completions_cite_sources_streaming_and_not(server):
     status, body = _request(f"{base}/v1/chat/completions", {"model": PIPELINE_NAME, "messages": messages})
     assert status == 200, body
     text = json.loads(body)["choices"][0]["message"]["content"]
-    assert "Sources:\n[1] BEST BUY CO., INC. 10-Q" in text
+    # the stub cites the first passage holding a table row, whichever rank that passage has
+    assert re.search(r"Sources:\n\[\d+\] BEST BUY CO\., INC\. 10-Q", text), text
     assert f"Numbers not found in the cited passages (check them): {INVENTED}" in text
 
     status, body = _request(

@@ -42,8 +42,10 @@ class TestFilingConverter:
             "table_finder": "none",
             "extract_images": False,
             "ocr": True,
+            "ocr_figures": True,
         }
         assert FilingConverter.from_dict(data).table_finder == "none"
+        assert FilingConverter.from_dict(FilingConverter(ocr_figures=False).to_dict()).ocr_figures is False
 
     def test_run_pdf_detects_metadata_and_keeps_layout(self, fixtures):
         result = FilingConverter().run(sources=[fixtures / "bestbuy-10q-2023-07-29.pdf"])
