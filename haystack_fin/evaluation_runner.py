@@ -192,6 +192,28 @@ def index_filings(
     return (1000 * report.seconds / report.pages if report.pages else None), report.failures
 
 
+def index_question_filings(
+    questions: list[Question],
+    pdfs_dir: str,
+    store_path: str | None,
+    qdrant_url: str | None,
+    quiet: bool,
+    timeout_s: float | None,
+    workers: int = 1,
+) -> tuple[list[Path], float | None]:
+    """Index the PDF of every filing the questions name (``DOC_NAME.pdf`` in ``pdfs_dir``); returns the PDFs and
+    ``index_filings``' ms per page. Indexing failures are logged; a missing PDF raises ``FileNotFoundError``."""
+    names = sorted({q.doc_name for q in questions})
+    pdfs = [Path(pdfs_dir) / f"{name}.pdf" for name in names]
+    missing = [str(p) for p in pdfs if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"PDFs named by the questions are missing: {', '.join(missing)}")
+    index_ms, failures = index_filings(pdfs, store_path, qdrant_url, quiet, timeout_s=timeout_s, workers=workers)
+    if failures:
+        logger.error("Indexing failures: %s", failures)
+    return pdfs, index_ms
+
+
 def run_financebench(
     questions_path: str,
     pdfs_dir: str,
@@ -217,14 +239,7 @@ def run_financebench(
     if unknown:
         raise ValueError(f"unknown ablation(s) {sorted(unknown)}; choose from {ABLATIONS}")
     questions = load_questions(questions_path)
-    names = sorted({q.doc_name for q in questions})
-    pdfs = [Path(pdfs_dir) / f"{name}.pdf" for name in names]
-    missing = [str(p) for p in pdfs if not p.is_file()]
-    if missing:
-        raise FileNotFoundError(f"PDFs named by the questions are missing: {', '.join(missing)}")
-    index_ms, failures = index_filings(pdfs, store_path, qdrant_url, quiet, timeout_s=timeout_s, workers=workers)
-    if failures:
-        logger.error("Indexing failures: %s", failures)
+    pdfs, index_ms = index_question_filings(questions, pdfs_dir, store_path, qdrant_url, quiet, timeout_s, workers)
 
     fin = HaystackFinRetrieval(store_path, qdrant_url, ablated, fragments=fragments)
     try:
