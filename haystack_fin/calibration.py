@@ -13,8 +13,8 @@ it is checked against what the pipeline itself returned (``baseline_mismatches``
 
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -25,12 +25,19 @@ from haystack_fin.components.modality_fallback import ModalityThresholdFallback
 from haystack_fin.core.evaluation import DEFAULT_KS, Question, aggregate, load_questions, score_question
 from haystack_fin.core.retrieval.modality_fallback import (
     HIT_METRIC,
+    MODALITIES,
     RECALL_METRIC,
     WORDS_METRIC,
     FallbackConfig,
     choose_row,
 )
-from haystack_fin.evaluation_runner import RETRIEVE_K, SETTINGS, HaystackFinRetrieval, doc_passages, index_filings
+from haystack_fin.evaluation_runner import (
+    RETRIEVE_K,
+    SETTINGS,
+    HaystackFinRetrieval,
+    doc_passages,
+    index_question_filings,
+)
 from haystack_fin.pipeline_loader import pipeline_dict
 
 logger = logging.getLogger(__name__)
@@ -139,14 +146,7 @@ def run_calibration(
     questions = load_questions(questions_path)
     if not questions:
         raise ValueError(f"{questions_path}: no questions")
-    names = sorted({q.doc_name for q in questions})
-    pdfs = [Path(pdfs_dir) / f"{name}.pdf" for name in names]
-    missing = [str(p) for p in pdfs if not p.is_file()]
-    if missing:
-        raise FileNotFoundError(f"PDFs named by the questions are missing: {', '.join(missing)}")
-    _, failures = index_filings(pdfs, store_path, qdrant_url, quiet, timeout_s=timeout_s)
-    if failures:
-        logger.error("Indexing failures: %s", failures)
+    index_question_filings(questions, pdfs_dir, store_path, qdrant_url, quiet, timeout_s)
 
     text_grid = text_grid or [0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85]
     fin = HaystackFinRetrieval(store_path, qdrant_url, {"fallback"})
@@ -159,24 +159,21 @@ def run_calibration(
         baseline, mismatches = sweep.baseline()
         rows: list[dict[str, Any]] = []
 
-        stage1 = [sweep.row("text", _config(base, {"text": t, "table": t, "image": t})) for t in text_grid]
-        rows += stage1
-        chosen = choose_row(stage1, baseline, tolerance)
-        if chosen is not None:
-            t_text = chosen["thresholds"]["text"]
-            stage2 = [
-                sweep.row("table", _config(base, {"text": t_text, "table": t, "image": t}))
-                for t in (table_grid or text_grid)
-            ]
-            rows += stage2
-            chosen = choose_row([chosen, *stage2], baseline, tolerance) or chosen
-            t_table = chosen["thresholds"]["table"]
-            stage3 = [
-                sweep.row("image", _config(base, {"text": t_text, "table": t_table, "image": t}))
-                for t in (image_grid or text_grid)
-            ]
-            rows += stage3
-            chosen = choose_row([chosen, *stage3], baseline, tolerance) or chosen
+        # Text first (every modality at the swept value), then table and image, each at the values chosen before.
+        chosen: Mapping[str, Any] | None = None
+        fixed: dict[str, float] = {}
+        for modality, grid in (
+            ("text", text_grid),
+            ("table", table_grid or text_grid),
+            ("image", image_grid or text_grid),
+        ):
+            stage = [sweep.row(modality, _config(base, {m: fixed.get(m, t) for m in MODALITIES})) for t in grid]
+            rows += stage
+            picked = choose_row(stage if chosen is None else [chosen, *stage], baseline, tolerance)
+            if picked is None and chosen is None:
+                break  # no text threshold keeps the hits: nothing to build on
+            chosen = picked or chosen
+            fixed[modality] = chosen["thresholds"][modality]
     finally:
         fin.close()
     return {
