@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -40,6 +41,41 @@ def without_trees(data: dict) -> dict:
     data = drop_components(data, ("tree_builder",))
     data["connections"].append({"sender": "embedder.documents", "receiver": "writer.documents"})
     return data
+
+
+def time_components(pipe: Any, into: dict[str, float]) -> None:
+    """Wrap every component's ``run`` to add its seconds to ``into[name]`` (per stage cost; what the pipeline spends
+    between components is the rest)."""
+    for name, instance in pipe.walk():
+        into.setdefault(name, 0.0)
+
+        def timed(*args: Any, __run: Any = instance.run, __name: str = name, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return __run(*args, **kwargs)
+            finally:
+                into[__name] += time.perf_counter() - t
+
+        instance.run = timed
+
+
+def embedded_tokens(embedder: Any, documents: list[Any], key: Any) -> dict[str, list[int]]:
+    """[texts, tokens] the embedder saw per group (``key(doc)``), tokens as the model truncates them; documents
+    without an embedding are skipped (not embedded)."""
+    out: dict[str, list[int]] = {}
+    docs = [d for d in documents if d.embedding is not None]
+    texts = [embedder._text_to_embed(d) for d in docs]
+    for doc, n in zip(docs, embedder._token_lengths(texts) if texts else [], strict=True):
+        row = out.setdefault(str(key(doc)), [0, 0])
+        row[0] += 1
+        row[1] += n
+    return out
+
+
+def node_kind(doc: Any) -> str:
+    """chunk modality (text / table / image) for chunks, else the node type (summary / question / filing)."""
+    node_type = doc.meta.get("node_type")
+    return f"chunk:{doc.meta.get('modality')}" if node_type == "chunk" else str(node_type)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         trees.warm_up()
+        stage_s: dict[str, float] = {}
+        time_components(fin, stage_s)
+        plain_stage_s = {"convert": 0.0, "split": 0.0, "embed": 0.0, "write": 0.0}
+        time_plain(plain, plain_stage_s)
+        tokens: dict[str, list[int]] = {}
+        fin_embedder = fin.get_component("embedder")
         rows = []
         totals = {"pages": 0, "plain_s": 0.0, "fin_s": 0.0, "trees_s": 0.0, "plain_chunks": 0, "fin_nodes": 0}
         for pdf in pdfs:
@@ -87,6 +129,16 @@ def main(argv: list[str] | None = None) -> int:
             tree_nodes = [d for d in tree_nodes if d.meta.get("node_type") in ("summary", "question")]
             fin.get_component("writer").document_store.write_documents(tree_nodes, policy=DuplicatePolicy.OVERWRITE)
             t3 = time.perf_counter()
+            for group in (result["embedder"]["documents"], tree_nodes):
+                for kind, (n_texts, n_tokens) in embedded_tokens(fin_embedder, group, node_kind).items():
+                    row = tokens.setdefault(kind, [0, 0])
+                    row[0] += n_texts
+                    row[1] += n_tokens
+            plain_chunks = plain.store.filter_documents({"field": "meta.file", "operator": "==", "value": pdf.stem})
+            for kind, (n_texts, n_tokens) in embedded_tokens(fin_embedder, plain_chunks, lambda d: "plain").items():
+                row = tokens.setdefault(kind, [0, 0])
+                row[0] += n_texts
+                row[1] += n_tokens
             rows.append(
                 {
                     "filing": pdf.stem,
@@ -113,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows[-1]["trees_ms_per_page"],
             )
         fin.close()
+    plain_stage_s["convert"] = totals["plain_s"] - sum(v for k, v in plain_stage_s.items() if k != "convert")
     plain_ms = 1000 * totals["plain_s"] / totals["pages"]
     fin_ms = 1000 * totals["fin_s"] / totals["pages"]
     trees_ms = 1000 * totals["trees_s"] / totals["pages"]
@@ -126,11 +179,32 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_with_trees": round((fin_ms + trees_ms) / plain_ms, 3),
         "plain_chunks": totals["plain_chunks"],
         "fin_nodes": totals["fin_nodes"],
+        # Where the time goes: seconds per pipeline component (haystack-fin, without trees) and per plain step.
+        "fin_stage_s": {k: round(v, 1) for k, v in stage_s.items()},
+        "plain_stage_s": {k: round(v, 1) for k, v in plain_stage_s.items()},
+        # [texts, tokens] embedded per node kind (model-truncated tokens; "plain" is plain Haystack's chunks).
+        "embedded": tokens,
     }
     print(json.dumps(summary, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps({"summary": summary, "filings": rows}, indent=2))
     return 0
+
+
+def time_plain(plain: PlainHaystackBaseline, into: dict[str, float]) -> None:
+    """Time the baseline's steps: PyMuPDF page text is the rest of ``index`` after split, embed and write."""
+    for step, obj in (("split", plain.splitter), ("embed", plain.doc_embedder), ("write", plain.store)):
+        method = "write_documents" if step == "write" else "run"
+        original = getattr(obj, method)
+
+        def timed(*args: Any, __run: Any = original, __step: str = step, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return __run(*args, **kwargs)
+            finally:
+                into[__step] += time.perf_counter() - t
+
+        setattr(obj, method, timed)
 
 
 if __name__ == "__main__":

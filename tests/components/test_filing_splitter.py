@@ -84,6 +84,25 @@ class TestFilingSplitter:
         assert node.meta[schema.ITEM_TERM_COUNTS]["I-1"]  # lexicon statistics for FLAM
         assert node.meta[schema.N_CHUNKS_BY_MODALITY]["table"] > 20
 
+    def test_filed_exhibits_are_sections_without_chunks_by_default(self, bestbuy_split, fixtures):
+        # The 10-Q's certifications (Exhibits 31.1-32.2, pages 27-30) follow its signatures.
+        node = bestbuy_split["filing_nodes"][0]
+        exhibits = {it["item"]: (it["start_page"], it["n_chunks"]) for it in node.meta[schema.ITEMS]}
+        assert {k: v for k, v in exhibits.items() if k.startswith("EX-")} == {
+            "EX-31.1": (27, 0),
+            "EX-31.2": (28, 0),
+            "EX-32.1": (29, 0),
+            "EX-32.2": (30, 0),
+        }
+        assert not any(d.meta[schema.ITEM].startswith("EX-") for d in bestbuy_split["documents"])
+        filing = FilingConverter().run(sources=[fixtures / "bestbuy-10q-2023-07-29.pdf"])["documents"]
+        with_exhibits = FilingSplitter(include_filed_exhibits=True).run(documents=filing)
+        certifications = [d for d in with_exhibits["documents"] if d.meta[schema.ITEM] == "EX-31.1"]
+        assert certifications and certifications[0].meta[schema.PAGE_NUMBERS] == [27]
+        assert "certify" in certifications[0].content
+        restored = FilingSplitter.from_dict(FilingSplitter(include_filed_exhibits=True).to_dict())
+        assert restored.include_filed_exhibits is True
+
     def test_running_headers_removed(self, bestbuy_split):
         for chunk in bestbuy_split["documents"]:
             assert not chunk.content.startswith("Table of Contents")

@@ -378,3 +378,41 @@ def test_item_start_accepts_the_old_forms_unchanged():
         )
         a, b = old.match(line), sec_items._ITEM_START.match(line)
         assert (a and a.groupdict()) == (b and b.groupdict()), repr(line)
+
+
+def test_exhibits_filed_after_the_signatures_are_their_own_sections():
+    # Real excerpt: Best Buy 2023 10-K pages 64-75; the exhibit index of Item 15 (page 66) starts nothing.
+    form, elements = load_excerpt("bestbuy-10k-2023-p64-75-filed-exhibits.txt")
+    sections = detect_item_sections(elements, form)
+    assert [(s.item, s.start_page, s.end_page) for s in sections][-8:] == [
+        ("15", 65, 67),
+        ("16", 67, 68),  # the signatures stay with the last Item
+        ("EX-21.1", 69, 70),
+        ("EX-23.1", 71, 71),
+        ("EX-31.1", 72, 72),
+        ("EX-31.2", 73, 73),
+        ("EX-32.1", 74, 74),
+        ("EX-32.2", 75, 75),
+    ]
+    assert sections[-1].title == "Exhibit 32.2"
+
+
+def test_filed_exhibits_need_the_signatures_and_a_heading_at_the_top_of_a_page():
+    body = [
+        _el("Item 15. Exhibits and Financial Statement Schedules", 10, True),
+        _el("Exhibit 10.1 Credit Agreement dated as of May 1, 2023", 11),  # the exhibit index, before signatures
+        _el("Item 16. Form 10-K Summary", 12, True),
+        _el("None.", 12),
+        _el("SIGNATURES", 13, True),
+        _el(BODY, 13),
+        _el("Exhibit 21 as filed herewith lists the subsidiaries.", 13),  # below the top of the page
+        _el("Exhibit 21", 14, True),
+        _el("SUBSIDIARIES OF THE REGISTRANT", 14, True),
+        _el("Exhibit 10.2(1)", 15, True),
+        _el(BODY, 15),
+    ]
+    elements = [*_ten_k_with_toc(), *body]
+    got = [(s.item, s.start_page) for s in detect_item_sections(elements, "10-K")]
+    assert got[-4:] == [("15", 10), ("16", 12), ("EX-21", 14), ("EX-10.2", 15)]
+    unsigned = [el for el in elements if el.text != "SIGNATURES"]
+    assert [s.item for s in detect_item_sections(unsigned, "10-K")][-1] == "16"

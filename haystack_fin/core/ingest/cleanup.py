@@ -14,11 +14,18 @@ from haystack_fin.core.text import squash
 # How many elements at the top and bottom of a page can be furniture.
 _EDGE = 3
 _MAX_FURNITURE_WORDS = 14
+_MAX_EXHIBIT_LINE = 160
 _PAGE_NUMBER = re.compile(
     r"^(?:page\s+)?(?:[-–—]\s*)?(?:[A-Z]{1,2}\s?-\s?)?\d{1,4}(?:\s*[-–—])?(?:\s+of\s+\d{1,4})?$|^[ivxlc]{1,6}$",
     re.IGNORECASE,
 )
 _DIGITS = re.compile(r"\d+")
+# An exhibit's heading, "Exhibit 31.1" / "EX-23" / "Exhibit 10.2(1)" (``items`` also reads it): one per exhibit at
+# the top of its first page, so that the masked key repeats over the certifications of a 10-Q, while the exhibit
+# number differs; only the same heading on several pages is a running header.
+EXHIBIT_HEADING_LINE = re.compile(
+    r"^\s*EX(?:HIBIT)?[\s\-]*(\d{1,3}(?:\.\d{1,3})?)(?:\(\w{1,3}\))?(?=\s|$)", re.IGNORECASE
+)
 
 
 def _furniture_key(text: str) -> str:
@@ -59,14 +66,24 @@ def remove_page_furniture(elements: list[Element], min_repeats: int = 3, min_pag
         keys = {_furniture_key(elements[i].text) for i in idx if len(elements[i].text.split()) <= _MAX_FURNITURE_WORDS}
         counts.update(k for k in keys if k)
     threshold = max(min_repeats, int(min_page_share * n_pages))
+    exhibit_lines = Counter(
+        squash(elements[i].text)
+        for idx in edges.values()
+        for i in idx
+        if len(elements[i].text) <= _MAX_EXHIBIT_LINE and EXHIBIT_HEADING_LINE.match(elements[i].text)
+    )
     drop: set[int] = set()
     for idx in edges.values():
         for i in idx:
             text = elements[i].text
             if len(text.split()) > _MAX_FURNITURE_WORDS:
                 continue
-            if is_page_number(text) or counts[_furniture_key(text)] >= threshold:
+            if is_page_number(text):
                 drop.add(i)
+            elif counts[_furniture_key(text)] >= threshold:
+                exhibit = squash(text) in exhibit_lines and len(text) <= _MAX_EXHIBIT_LINE
+                if not exhibit or exhibit_lines[squash(text)] >= threshold:
+                    drop.add(i)
     return [e for i, e in enumerate(elements) if i not in drop]
 
 

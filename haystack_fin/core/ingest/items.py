@@ -23,7 +23,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from haystack_fin.core.ingest.cleanup import is_page_number
+from haystack_fin.core.ingest.cleanup import EXHIBIT_HEADING_LINE, is_page_number
 from haystack_fin.core.ingest.layout import Element
 from haystack_fin.core.text import squash
 
@@ -173,6 +173,7 @@ ITEMS_8K: tuple[ItemSpec, ...] = _ITEMS_8K_BEFORE_2004 + tuple(
 CATALOGS: dict[str, tuple[ItemSpec, ...]] = {"10-K": ITEMS_10K, "10-Q": ITEMS_10Q, "8-K": ITEMS_8K}
 
 COVER_CODE = "cover"
+EXHIBIT_PREFIX = "EX-"  # item codes of exhibit sections: "EX-99.1" (8-K), "EX-10.2" (filed with a 10-K)
 COVER_TITLE = "Cover page and table of contents"
 
 # "Item 7A.", "PART II, ITEM 5 -", "ITEM 9A(T)." (smaller companies 2007-2009), "Item 4T.", "ITEM 9.01(d). Exhibits".
@@ -188,6 +189,11 @@ _PART_HEADING = re.compile(r"^\s*PART\s+(IV|I{1,3})\b\s*+(?:[.:\-–—]\s*+)?(.
 # Matched only against a line's last few characters (see ``ends_with_page_number``).
 _PAGE_TAIL = re.compile(r"(?:[A-Z]-)?\d{1,3}\Z")
 _EXHIBIT_HEADING = re.compile(r"^\s*(?:EX(?:HIBIT)?[\s\-]*)(\d{1,3}(?:\.\d{1,2})?)\s*$", re.IGNORECASE)
+# A 10-K's or 10-Q's filed exhibits follow its signatures, each headed "Exhibit 21.1", "Exhibit 10.2(1)",
+# "EXHIBIT 31.1 CERTIFICATION ...", "EX-23": the number (and a sub-number in parentheses) must open the line.
+_FILED_EXHIBIT = EXHIBIT_HEADING_LINE
+_SIGNATURES = re.compile(r"^\s*SIGNATURES?:?\s*$", re.IGNORECASE)
+_EXHIBIT_LINE_CHARS = 160  # a heading, not a sentence that cites an exhibit
 _MIN_TITLE_MATCH = 7
 # Words filings put before a catalog title ("Item 1. Condensed Consolidated Financial Statements"), matched on the
 # squashed title (letters and digits only).
@@ -500,6 +506,36 @@ def _statements_start(elements: list[Element], first: int) -> tuple[int, str] | 
     return fallback
 
 
+def _filed_exhibit_starts(elements: list[Element], first: int, after: int) -> list[tuple[int, str, str, str, str]]:
+    """The exhibits filed with a 10-K or 10-Q, after its signatures: one section "EX-<number>" per exhibit heading
+    at the top of a page (``_PAGE_TOP_WORDS``). Exhibits are not the report (contracts, plans, indentures,
+    consents, certifications; hundreds of pages in some 10-Ks), so they get their own sections instead of
+    lengthening the last Item. Nothing is found before a "SIGNATURES" heading, so that the exhibit index of Item
+    15 ("Exhibit 10.1 Credit Agreement ...") never starts one; signatures are looked for from ``first`` (after the
+    last Item's heading), exhibits only after ``after`` (the last section start: F-pages placed after the
+    signatures stay Item 8). One pass over ``elements``.
+    """
+    starts: list[tuple[int, str, str, str, str]] = []
+    signed = False
+    page, words_above = -1, 0
+    for i in range(first, len(elements)):
+        el = elements[i]
+        if el.page != page:
+            page, words_above = el.page, 0
+        if el.kind == "text":
+            text = el.text
+            if not signed:
+                signed = len(text) <= 20 and _SIGNATURES.match(text) is not None
+            elif i > after and words_above <= _PAGE_TOP_WORDS and len(text) <= _EXHIBIT_LINE_CHARS:
+                m = _FILED_EXHIBIT.match(text)
+                if m and (not starts or starts[-1][1] != f"{EXHIBIT_PREFIX}{m.group(1)}"):
+                    starts.append((i, f"{EXHIBIT_PREFIX}{m.group(1)}", f"Exhibit {m.group(1)}", "", text[:200]))
+            words_above += len(text.split())
+        elif el.kind == "table":
+            words_above += _PAGE_TOP_WORDS + 1
+    return starts
+
+
 def _include_part_heading(elements: list[Element], index: int) -> int:
     """Move an Item's start back over a "PART II" heading that directly precedes it."""
     if index > 0 and elements[index - 1].kind == "text" and part_of(elements[index - 1].text) is not None:
@@ -511,7 +547,8 @@ def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
     """Split ``elements`` into Item sections for a 10-K, 10-Q or 8-K.
 
     Text before the first Item is the "cover" section. For an 8-K, exhibits after the last Item that start with
-    an "Exhibit 99.1" heading become their own sections ("EX-99.1"). For a 10-K whose Item 8 is a short pointer
+    an "Exhibit 99.1" heading become their own sections ("EX-99.1"), and so do a 10-K's or 10-Q's exhibits after
+    its signatures (``_filed_exhibit_starts``). For a 10-K whose Item 8 is a short pointer
     to F-pages placed after the last Item, those pages form a second Item "8" section. Returns [] when no Item
     is found or the form has no Item catalog; callers then fall back to ``detect_heading_sections``.
     """
@@ -537,12 +574,14 @@ def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
             found = _statements_start(elements, chain[-1].index + 1)
             if found is not None:
                 starts.append((found[0], "8", item8.spec.title, item8.spec.part, found[1]))
+    if family in ("10-K", "10-Q"):
+        starts.extend(_filed_exhibit_starts(elements, chain[-1].index + 1, max(s[0] for s in starts)))
     if family == "8-K":
         for i in range(chain[-1].index + 1, len(elements)):
             el = elements[i]
             m = _EXHIBIT_HEADING.match(el.text) if el.kind == "text" else None
-            if m:
-                starts.append((i, f"EX-{m.group(1)}", f"Exhibit {m.group(1)}", "", el.text))
+            if m and starts[-1][1] != f"{EXHIBIT_PREFIX}{m.group(1)}":  # the same heading on its next page
+                starts.append((i, f"{EXHIBIT_PREFIX}{m.group(1)}", f"Exhibit {m.group(1)}", "", el.text))
     sections = []
     for k, (start, code, title, part, heading) in enumerate(starts):
         end = starts[k + 1][0] if k + 1 < len(starts) else len(elements)

@@ -13,6 +13,7 @@ from haystack_fin.core.ingest.chunking import Paragraph, TextChunk, chunk_paragr
 from haystack_fin.core.ingest.cleanup import join_page_breaks, remove_page_furniture
 from haystack_fin.core.ingest.items import (
     COVER_CODE,
+    EXHIBIT_PREFIX,
     Section,
     detect_heading_sections,
     detect_item_sections,
@@ -77,7 +78,7 @@ class FilingStructure:
 
 def item_label(section: Section, family: str) -> str:
     """The human label that heads every section path: "Item 7A. Quantitative ...", "Part II, Item 1A. ..."."""
-    if section.item == COVER_CODE or section.item.startswith(("S", "EX-")):
+    if section.item == COVER_CODE or section.item.startswith(("S", EXHIBIT_PREFIX)):
         return section.title
     if family == "10-Q":
         part, number = section.item.split("-", 1)
