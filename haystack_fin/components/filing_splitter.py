@@ -1,6 +1,7 @@
 import functools
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -242,22 +243,26 @@ class FilingSplitter:
             self._text_chunker(),
         )
         if not self.include_images:
-            structure.chunks = [c for c in structure.chunks if c.modality != Modality.IMAGE.value]
-            self._recount(structure)
+            self._drop_chunks(structure, lambda c: c.modality == Modality.IMAGE.value)
         if not self.include_filed_exhibits and form_family(str(meta[schema.FORM])) in ("10-K", "10-Q"):
-            structure.chunks = [c for c in structure.chunks if not c.item.startswith(EXHIBIT_PREFIX)]
-            self._recount(structure)
+            self._drop_chunks(structure, lambda c: c.item.startswith(EXHIBIT_PREFIX))
         run_id = self._run_id(meta, structure)
         chunks = [self._chunk_document(meta, rec, i, run_id) for i, rec in enumerate(structure.chunks)]
         return chunks, self._filing_node(meta, structure, n_pages, run_id)
 
     @staticmethod
-    def _recount(structure: FilingStructure) -> None:
-        counts: dict[str, int] = {}
-        for c in structure.chunks:
-            counts[c.item] = counts.get(c.item, 0) + 1
+    def _drop_chunks(structure: FilingStructure, drop: Callable[[ChunkRecord], bool]) -> None:
+        # Chunks come in Item order, n_chunks per section. Counting per section, not per item code, keeps a code
+        # that occurs twice right (a 10-K's Item 8 both in the index and again on its F-pages after Item 15).
+        kept: list[ChunkRecord] = []
+        start = 0
         for item in structure.items:
-            item.n_chunks = counts.get(item.item, 0)
+            section = structure.chunks[start : start + item.n_chunks]
+            start += item.n_chunks
+            survivors = [c for c in section if not drop(c)]
+            item.n_chunks = len(survivors)
+            kept.extend(survivors)
+        structure.chunks = kept
 
     def _run_id(self, meta: dict[str, Any], structure: FilingStructure) -> str:
         # Deterministic per (content, parameters): identical re-indexing rewrites the same nodes; a changed

@@ -6,6 +6,7 @@ from haystack import Document
 from haystack_fin.components.filing_converter import FilingConverter
 from haystack_fin.components.filing_splitter import FilingSplitter
 from haystack_fin.core import schema
+from haystack_fin.core.ingest.structure import ChunkRecord, FilingStructure, ItemSummary
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +103,22 @@ class TestFilingSplitter:
         assert "certify" in certifications[0].content
         restored = FilingSplitter.from_dict(FilingSplitter(include_filed_exhibits=True).to_dict())
         assert restored.include_filed_exhibits is True
+
+    def test_dropping_chunks_counts_per_section_when_an_item_code_repeats(self):
+        # A 10-K's Item 8 in Part II ("see page F-1") and again on its F-pages after Item 15: two sections, one code.
+        def rec(item: str, modality: str = "text") -> ChunkRecord:
+            return ChunkRecord("x", modality, item, item, "", [item], [1])
+
+        items = [
+            ItemSummary("8", "", "", 1, 1, 1),
+            ItemSummary("15", "", "", 2, 2, 1),
+            ItemSummary("8", "", "", 3, 4, 3),
+        ]
+        chunks = [rec("8"), rec("15"), rec("8"), rec("8", "image"), rec("8")]
+        structure = FilingStructure(chunks, items)
+        FilingSplitter._drop_chunks(structure, lambda c: c.modality == "image")
+        assert [i.n_chunks for i in structure.items] == [1, 1, 2]
+        assert [c.modality for c in structure.chunks] == ["text"] * 4
 
     def test_running_headers_removed(self, bestbuy_split):
         for chunk in bestbuy_split["documents"]:

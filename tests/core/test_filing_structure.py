@@ -47,7 +47,12 @@ def test_bestbuy_items_parts_and_page_ranges(bestbuy):
         ("II-1", "II", 24, 24),
         ("II-2", "II", 25, 25),
         ("II-5", "II", 25, 25),
-        ("II-6", "II", 25, 30),
+        ("II-6", "II", 25, 26),
+        # certifications filed after the signatures, each its own section
+        ("EX-31.1", "", 27, 27),
+        ("EX-31.2", "", 28, 28),
+        ("EX-32.1", "", 29, 29),
+        ("EX-32.2", "", 30, 30),
     ]
     assert (
         bestbuy.items[2].title
@@ -61,7 +66,7 @@ def test_bestbuy_chunks_follow_items_in_reading_order_and_counts_match(bestbuy):
     counts = Counter(c.item for c in bestbuy.chunks)
     assert {i.item: i.n_chunks for i in bestbuy.items} == dict(counts)
     assert all(i.n_chunks > 0 and i.text for i in bestbuy.items)
-    assert Counter(c.modality for c in bestbuy.chunks) == Counter({"text": 113, "table": 46})
+    assert Counter(c.modality for c in bestbuy.chunks) == Counter({"text": 114, "table": 46})
 
 
 def test_bestbuy_every_chunk_has_section_and_page_provenance(bestbuy):

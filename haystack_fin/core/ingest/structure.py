@@ -72,6 +72,7 @@ class ItemSummary:
 
 @dataclass
 class FilingStructure:
+    # chunks come in the order of items, item.n_chunks of them per section (an item code can occur twice)
     chunks: list[ChunkRecord]
     items: list[ItemSummary]
 
