@@ -1,9 +1,11 @@
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.utils import ComponentDevice
-from haystack_integrations.components.rankers.sentence_transformers import SentenceTransformersSimilarityRanker
+
+if TYPE_CHECKING:  # imported in warm_up: the default fallback scorer needs no sentence-transformers import
+    from haystack_integrations.components.rankers.sentence_transformers import SentenceTransformersSimilarityRanker
 
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
@@ -172,6 +174,10 @@ class TwoStageRanker:
             return
         if self._cross_encoder is not None:
             return
+        from haystack_integrations.components.rankers.sentence_transformers import (
+            SentenceTransformersSimilarityRanker,
+        )
+
         ranker = SentenceTransformersSimilarityRanker(
             model=resolve_model(self.model),
             device=self.device,
