@@ -6,7 +6,7 @@ peak RSS (wait4). Backends alternate run by run, so load on the machine hits bot
 ``bench_scale.py --n 52 --backends edge,local --write-only`` writes (the 22 dev filings plus 30 clones).
 
     nice -n 10 .venv/bin/python benchmarks/bench_cold_ask.py --edge /tmp/bench-scale/edge-52 \
-        --local /tmp/bench-scale/local-52 --repeat 3 --out /tmp/cold-ask.json
+        --local /tmp/bench-scale/local-52 --repeat 3 --out /tmp/cold-ask.json [--local-exe OLD/haystack-fin]
 """
 
 import argparse
@@ -51,6 +51,12 @@ def main() -> int:
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--exe", default=str(Path(sys.executable).with_name("haystack-fin")))
+    parser.add_argument(
+        "--local-exe",
+        default=None,
+        help="the haystack-fin to run on the local-mode store (default --exe), e.g. an older version's, so that "
+        "'today' (older code, local mode) and the new code on Edge alternate in one run",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     for label, path in (("--edge", args.edge), ("--local", args.local)):
@@ -60,7 +66,8 @@ def main() -> int:
     runs: dict[str, list[dict[str, Any]]] = {"edge": [], "local": []}
     for i in range(args.repeat):
         for backend in ("edge", "local"):
-            run = cold_ask(args.exe, getattr(args, backend), backend, args.filing, args.question)
+            exe = args.local_exe if backend == "local" and args.local_exe else args.exe
+            run = cold_ask(exe, getattr(args, backend), backend, args.filing, args.question)
             run["load_avg"] = round(os.getloadavg()[0], 2)
             runs[backend].append(run)
             print(f"run {i + 1} {backend}: {run['wall_s']} s, {run['rss_mb']} MB, load {run['load_avg']}")
@@ -68,6 +75,7 @@ def main() -> int:
     summary = {
         "filing": args.filing,
         "question": args.question,
+        "exe": {"edge": args.exe, "local": args.local_exe or args.exe},
         "runs": runs,
         "median_wall_s": medians,
         "local_over_edge": round(medians["local"] / medians["edge"], 2) if medians["edge"] else None,
