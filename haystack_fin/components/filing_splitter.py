@@ -310,6 +310,7 @@ class FilingSplitter:
         if rec.table is not None:
             chunk_meta[schema.TABLE_JSON] = rec.table
             chunk_meta[schema.TABLE_BLOCK] = rec.table_block
+            chunk_meta[schema.TABLE_SUMMARY] = rec.table_summary
             if self.tag_statements and self._lexicon is not None:
                 kind = classify_statement_table(
                     rec.table_title, rec.table_rows, rec.item, str(meta[schema.FORM]), self._lexicon

@@ -103,6 +103,9 @@ GENERATED_BY = "generated_by"  # "extractive" | "template" | "llm"
 
 # Text embedded with a chunk when meta_fields_to_embed=["context"]: "company form period | section path".
 CONTEXT = "context"
+# A table block's summary for its embedding (FinDocumentEmbedder meta_fields_to_embed=["table_summary"]): title,
+# units, column headers and every row label, no numbers (core/ingest/table_blocks.table_summary).
+TABLE_SUMMARY = "table_summary"
 
 # Query-time meta added to returned Documents (explainability).
 BUDGET_K = "budget_k"  # the FLAM budget k_i of the chunk's Item

@@ -21,6 +21,7 @@ from haystack_fin.core.ingest.table_blocks import (
     is_group_label_row,
     is_total_row,
     split_table_blocks,
+    table_summary,
 )
 from haystack_fin.core.table_cells import ParsedValue, detect_units, parse_cell, parse_number
 
@@ -368,6 +369,19 @@ def test_cash_flow_blocks_keep_sections_and_signs() -> None:
     assert by_label["Accounts payable"]["values"] == [None, -206.0, -1434.0]
     assert by_label["Total cash provided by (used in) operating activities"]["values"] == [None, 181.0, -709.0]
     assert by_label["Net proceeds from sale of subsidiary"]["values"] == [None, 14.0, 0.0]
+
+
+def test_table_summary_has_every_row_label_and_no_numbers() -> None:
+    table = cash_flow()
+    block = split_table_blocks(table, max_data_rows=15)[1]
+    data = block_to_json(block, *detect_units(table.units))
+    summary = table_summary("Condensed Consolidated Statements of Cash Flows", "$ in millions", data)
+    assert summary.startswith("Condensed Consolidated Statements of Cash Flows. $ in millions. Columns: Six Months")
+    assert all(row["label"] in summary for row in data["rows"] if row["label"])
+    assert "1,434" not in summary and "206" not in summary  # the block's values stay in its markdown only
+    assert table_summary("", "", {"columns": [], "rows": []}) == ""
+    many = {"columns": ["", "2023"], "rows": [{"label": f"Line item number {i}"} for i in range(200)]}
+    assert len(table_summary("T", "", many)) <= 600  # the embedder's 256 tokens keep room for the markdown
 
 
 def test_small_table_is_one_block() -> None:

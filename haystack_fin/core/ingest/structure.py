@@ -22,7 +22,7 @@ from haystack_fin.core.ingest.items import (
 )
 from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.ocr import suspect_numbers, suspect_table_cells
-from haystack_fin.core.ingest.table_blocks import block_to_json, block_to_markdown, split_table_blocks
+from haystack_fin.core.ingest.table_blocks import block_to_json, block_to_markdown, split_table_blocks, table_summary
 from haystack_fin.core.schema import Modality
 from haystack_fin.core.table_cells import detect_units
 
@@ -50,6 +50,7 @@ class ChunkRecord:
     table: dict[str, Any] | None = None
     table_block: int | None = None
     table_title: str = ""
+    table_summary: str = ""  # title, units, columns, row labels: embedded before the block (table_blocks.table_summary)
     table_rows: int = 0  # data rows of the whole table, not of this block
     ocr: bool = False  # read by OCR from a scanned page
     ocr_confidence: float | None = None
@@ -148,6 +149,7 @@ def _section_chunks(
             units_label, multiplier = detect_units(el.table.units, title, *last_texts)
             units_text = el.table.units or (f"(in {units_label})" if units_label else "")
             for block in split_table_blocks(el.table, max_table_rows):
+                block_json = block_to_json(block, units_label, multiplier)
                 records.append(
                     ChunkRecord(
                         block_to_markdown(block, title=title, units=units_text),
@@ -158,9 +160,10 @@ def _section_chunks(
                         path,
                         list(el.pages),
                         table_id=table_id,
-                        table=block_to_json(block, units_label, multiplier),
+                        table=block_json,
                         table_block=block.block_index,
                         table_title=title,
+                        table_summary=table_summary(title, units_text, block_json),
                         table_rows=len(el.table.rows),
                         ocr=el.ocr,
                         ocr_confidence=el.ocr_confidence,

@@ -259,6 +259,28 @@ def block_to_markdown(block: TableBlock, title: str = "", units: str = "") -> st
     return "\n".join([*above, "", *lines]) if above else "\n".join(lines)
 
 
+TABLE_SUMMARY_CHARS = 600  # ~120 MiniLM tokens: the rest of its 256 are the block's markdown
+
+
+def table_summary(title: str, units: str, block_json: dict[str, Any]) -> str:
+    """The words of a table block without its numbers: title, units, column headers, every row label.
+
+    Why: the embedder reads 256 tokens (all-MiniLM-L6-v2's limit), and a table block's markdown spends most of them
+    on numbers and separators, so the vector of a long block never sees its last row labels ("Capital expenditures"
+    below twenty rows of operating cash flow). The summary goes first in the embedded text (``meta_fields_to_embed``);
+    the markdown stays the content and the structured JSON the ground truth.
+    """
+    columns = [normalize_line(c) for c in block_json.get("columns", [])[1:] if normalize_line(c)]
+    labels = list(dict.fromkeys(r["label"] for r in block_json.get("rows", []) if r.get("label")))
+    parts = [normalize_line(t) for t in (title, units) if normalize_line(t)]
+    if columns:
+        parts.append("Columns: " + "; ".join(dict.fromkeys(columns)))
+    if labels:
+        parts.append("Rows: " + "; ".join(labels))
+    text = ". ".join(parts)
+    return text if len(text) <= TABLE_SUMMARY_CHARS else text[: TABLE_SUMMARY_CHARS - 1].rstrip() + "…"
+
+
 def block_to_json(block: TableBlock, units_label: str = "", multiplier: float = 1.0) -> dict[str, Any]:
     """A plain-JSON view of a block for Document meta (only str/float/int/bool/None/list/dict).
 
