@@ -190,9 +190,11 @@ def test_top_passages_do_not_depend_on_k(bestbuy_store):
     assert ten[:3] == three
 
 
-# The README's questions and a new user's (issue 12): a question that names no segment is answered by a consolidated
-# table (the income statement p. 4 or MD&A's "Consolidated Results" p. 16, both $9,583 million), not by the
-# Domestic segment's table or the store counts.
+# The README's questions and a new user's (issue 12): a question that names no segment is answered by the
+# consolidated figure (the income statement p. 4, or MD&A's "Consolidated Results" pp. 16-17: its table's $9,583
+# million or its text's "$9.6 billion"), not by the Domestic segment's table or the store counts; the income
+# statement's figure is in the top 3 either way. (With table summaries in the embedding, "revenue in Q2 FY2024"
+# leads with the Consolidated Results paragraph, then the income statement.)
 EXAMPLE_QUESTIONS = (
     "What was Best Buy's revenue in the second quarter?",
     "What was Best Buy's revenue in Q2 FY2024?",
@@ -210,6 +212,7 @@ def test_example_questions_lead_with_a_consolidated_table(bestbuy_store):
         runner.close()
     for question, passages in tops.items():
         top = passages[0]
-        assert top.meta["modality"] == "table" and "9,583" in (top.content or ""), question
-        assert top.meta["page_numbers"] in ([4], [16]), (question, top.meta["page_numbers"])
+        assert "9,583" in (top.content or "") or "$9.6 billion" in (top.content or ""), question
+        assert top.meta["page_numbers"] in ([4], [16], [16, 17]), (question, top.meta["page_numbers"])
+        assert any(p.meta["modality"] == "table" and "9,583" in (p.content or "") for p in passages), question
     assert "8,890" in (segment[0].content or "")  # asked for the segment, the segment's table comes first
