@@ -125,7 +125,7 @@ class FilingSplitter:
             "semantic" (cut where consecutive sentences' embeddings drift apart beyond their ``semantic_percentile``,
             then adjacent segments at least ``semantic_merge_threshold`` similar merged up to ``chunk_tokens``;
             inside Item boundaries; ``core/ingest/semantic.py``). Semantic chunking embeds every sentence at
-            indexing with ``semantic_model`` (loaded by ``warm_up``) and is not measured against the default yet.
+            indexing with ``semantic_model`` (loaded by ``warm_up``); measured against the default in the README.
         :param semantic_model: sentence-transformers model for semantic chunking (bundled alias, name or path).
         :param semantic_percentile: breakpoint percentile (0-1) of consecutive cosine distances.
         :param semantic_merge_threshold: cosine similarity at or above which adjacent segments merge.
