@@ -1,10 +1,9 @@
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from haystack import component, default_from_dict, default_to_dict
 
-from haystack_fin.core.bert_numpy import BertNumpyEncoder
+from haystack_fin.core.bert_numpy import BertNumpyEncoder, l2_normalize
 from haystack_fin.core.models import DEFAULT_EMBEDDER, resolve_model
 
 
@@ -71,9 +70,7 @@ class NumpyTextEmbedder:
             self.warm_up()
         assert self._encoder is not None  # set by warm_up
         vector = self._encoder.encode([self.prefix + text + self.suffix])[0]
-        if self.normalize_embeddings:
-            vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
-        return {"embedding": vector.tolist()}
+        return {"embedding": (l2_normalize(vector) if self.normalize_embeddings else vector).tolist()}
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(

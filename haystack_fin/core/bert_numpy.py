@@ -43,7 +43,7 @@ def _read_config(folder: Path) -> _Config:
     if config.get("model_type") != "bert" or config.get("hidden_act", "gelu") != "gelu":
         raise UnsupportedModelError(
             f"{folder}: model_type {config.get('model_type')!r} with {config.get('hidden_act')!r}; the numpy "
-            "backend runs BERT models with GELU (all-MiniLM-L6-v2, bge-*); use backend 'torch' for this one"
+            "backend runs BERT models with GELU (all-MiniLM-L6-v2, bge-*); use FinTextEmbedder for this one"
         )
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise UnsupportedModelError(f"{folder}: position embeddings {config['position_embedding_type']!r}")
@@ -78,6 +78,11 @@ def _layer_norm(x: Array, weight: Array, bias: Array, eps: float) -> Array:
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
     return np.asarray((x - mean) / np.sqrt(var + eps) * weight + bias, dtype=np.float32)
+
+
+def l2_normalize(vector: Array) -> Array:
+    """``vector`` scaled to unit length (a zero vector stays zero), as sentence-transformers' Normalize does."""
+    return np.asarray(vector / max(float(np.linalg.norm(vector)), 1e-12), dtype=np.float32)
 
 
 def _gelu(x: Array) -> Array:
@@ -165,7 +170,5 @@ class BertNumpyEncoder:
             h = self._norm(attended + h, f"{p}.attention.output.LayerNorm")
             inner = _gelu(self._linear(h, f"{p}.intermediate.dense"))
             h = self._norm(self._linear(inner, f"{p}.output.dense") + h, f"{p}.output.LayerNorm")
-        vector = h[0] if cfg.pooling == "cls" else h.mean(0)
-        if cfg.normalize:
-            vector = vector / max(float(np.linalg.norm(vector)), 1e-12)
-        return np.asarray(vector, dtype=np.float32)
+        vector = np.asarray(h[0] if cfg.pooling == "cls" else h.mean(0), dtype=np.float32)
+        return l2_normalize(vector) if cfg.normalize else vector
