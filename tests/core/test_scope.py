@@ -296,6 +296,27 @@ class TestCompanyIndex:
 
 
 class TestResolveScope:
+    def test_an_ambiguous_name_keeps_the_companies_that_reported_the_period(self):
+        profiles = [
+            FilingProfile("VZ_2022_10K", "Verizon Communications Inc.", "VZ", "10-K", 2022),
+            FilingProfile("VZ_2021_10K", "Verizon Communications Inc.", "VZ", "10-K", 2021),
+            FilingProfile("VZWP_2019_10K", "Verizon Wireless Partners", "VZWP", "10-K", 2019),
+            FilingProfile("VZWP_2018_10K", "Verizon Wireless Partners", "VZWP", "10-K", 2018),
+        ]
+        decision = resolve_scope("Does Verizon have a healthy quick ratio for FY 2022?", profiles)
+        assert decision.filing_ids == ["VZ_2022_10K"]
+        dropped = {m.filing_id: m.reasons[-1] for m in decision.matches if not m.selected}
+        assert "no Verizon Wireless Partners filing is for FY2022" in dropped["VZWP_2019_10K"]
+        # Without a period nothing tells the two apart: both stay.
+        undated = resolve_scope("Is Verizon capital intensive?", profiles, max_filings=4)
+        assert {"VZ_2022_10K", "VZWP_2019_10K"} <= set(undated.filing_ids)
+        # A year neither reported: both stay, closest filings first.
+        neither = resolve_scope("What was Verizon's capex in FY 2015?", profiles, max_filings=4)
+        assert {"VZ_2021_10K", "VZWP_2019_10K"} <= set(neither.filing_ids)
+        # Named on its own too, a company stays although it has no filing for the year.
+        both = resolve_scope("Compare Verizon and Verizon Wireless Partners in FY 2022", profiles)
+        assert {"VZ_2022_10K", "VZWP_2019_10K"} <= set(both.filing_ids)
+
     def test_year_disambiguation_among_same_company_filings(self):
         assert scope_of("How large were Best Buy's inventories at the end of FY2019?") == ["BESTBUY_2019_10K"]
         assert scope_of("Best Buy's three-year average net margin for FY2015 to FY2017") == ["BESTBUY_2017_10K"]

@@ -20,6 +20,8 @@ Scoping rules (the weights are the module constants below; each score line becom
    stay in scope. With no recognized company: a single-company index is scoped to that company, otherwise the
    scope is every filing (unscoped) with the reason, never an empty scope; ``bound_unscoped`` caps that at a
    number of filings chosen by a vector search, so an unscoped question does not load a whole large index.
+   A name that stands for several companies ("Verizon": Verizon Communications, Verizon Wireless Partners) keeps
+   them all, except that when the question names a year and some of them have a filing for it, the others go.
 3. Target period. Of the periods a question mentions, the one introduced by "as of" wins; otherwise the latest
    one that is not forward-looking ("expect to pay in 2024", "guidance for FY2023"): "FY2017-FY2019 average" and
    "change between FY2022 and FY2023" are both answered by the latest year's filing, which carries the earlier
@@ -464,6 +466,11 @@ def resolve_scope(
     per_company: list[list[FilingMatch]] = []
     rejected: list[FilingMatch] = []
     notes: list[str] = []
+    for key, why in _ambiguous_without_period(mentions, index, by_id, scope, target).items():
+        keys.remove(key)
+        for fid in index.companies[key].filing_ids:
+            p = by_id[fid]
+            rejected.append(FilingMatch(p.filing_id, p.company, p.form, p.period, 0.0, [why_company[key], why]))
     for key in keys:
         entry = index.companies[key]
         scored = []
@@ -524,6 +531,46 @@ def resolve_scope(
     )
     logger.debug("Scope of %r: %s", question, decision.filing_ids)
     return decision
+
+
+def _ambiguous_without_period(
+    mentions: Sequence[CompanyMention],
+    index: CompanyIndex,
+    by_id: Mapping[str, FilingProfile],
+    scope: QuestionScope,
+    target: PeriodMention | None,
+) -> dict[str, str]:
+    """Companies to drop, with the reason: of the companies one ambiguous name stands for ("Verizon": Verizon
+    Communications and Verizon Wireless Partners), those without a filing for the question's target year, when
+    another of them has one. The question names one company and a period; the company that reported that period
+    is the one meant. A company also named unambiguously elsewhere in the question stays."""
+    if target is None or target.year is None:
+        return {}
+    others = {y for y in scope.years if y != target.year}
+    by_span: dict[tuple[int, int], list[str]] = {}
+    for m in mentions:
+        by_span.setdefault((m.start, m.end), []).append(m.key)
+    named_alone = {keys[0] for keys in by_span.values() if len(keys) == 1}
+    dropped: dict[str, str] = {}
+    for (start, end), keys in by_span.items():
+        if len(keys) < 2:
+            continue
+        has_year = {
+            k
+            for k in keys
+            if any(_year_part(by_id[f], target, others)[0] >= YEAR_MATCH for f in index.companies[k].filing_ids)
+        }
+        if not has_year:
+            continue
+        with_year = ", ".join(index.companies[k].name for k in keys if k in has_year)
+        text = next(m.text for m in mentions if (m.start, m.end) == (start, end))
+        for k in keys:
+            if k not in has_year and k not in named_alone:
+                dropped[k] = (
+                    f"'{text}' is ambiguous; no {index.companies[k].name} filing is for {target.label}, "
+                    f"{with_year} has one"
+                )
+    return dropped
 
 
 def bound_unscoped(decision: ScopeDecision, nearest: Sequence[str], limit: int) -> ScopeDecision:
