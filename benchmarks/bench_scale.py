@@ -268,7 +268,8 @@ def load_source(path: Path, work: Path) -> dict[str, list[Document]]:
 def write_store(
     backend: str, path: Path, by_filing: dict[str, list[Document]], n: int, deadline: float
 ) -> tuple[int, float]:
-    """Write the originals and ``n - len(by_filing)`` clones; returns (nodes written, seconds).
+    """Write the originals and ``n - len(by_filing)`` clones; returns (nodes written, seconds). (Optimizing an
+    Edge store afterwards, as ``haystack-fin index`` does, is ``optimize_store``.)
 
     :raises TimeoutError: past ``deadline`` (time.monotonic()).
     """
@@ -291,6 +292,17 @@ def write_store(
     finally:
         _close_store(store)
     return written, time.perf_counter() - t0
+
+
+def optimize_store(path: Path) -> float:
+    """What ``haystack-fin index`` does after a batch on an Edge store (merged segments, HNSW); returns seconds."""
+    t0 = time.perf_counter()
+    store = _open_store("edge", path, recreate=False)
+    try:
+        store.optimize()
+    finally:
+        _close_store(store)
+    return time.perf_counter() - t0
 
 
 def disk_mb(path: Path) -> float:
@@ -320,6 +332,7 @@ def query_child(
     # no dev question's first run would be a first touch of its filing.
     runner.run(TRIVIAL_QUERY, filing_ids=[STARTUP_FILING], k=5)
     startup = time.perf_counter() - t0
+    startup_memory = memory_mb()
     scroll = filtered_scroll_ms(runner)
     stage_ms = time_stages(runner)
     questions = [q for q in load_questions(questions_path) if q.doc_name in filing_ids]
@@ -385,11 +398,30 @@ def query_child(
         "page_hit@5": round(sum(r["page_hit@5"] for r in per_question.values()) / n_q, 4),
         "doc_hit@5": round(sum(r["doc_hit@5"] for r in per_question.values()) / n_q, 4),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "startup_memory_mb": startup_memory,
+        "end_memory_mb": memory_mb(),
         **scroll,
         "warm_stage_p50_ms": {k: round(percentile(v, 50), 1) for k, v in warm_stages.items()},
         "load_avg": round(os.getloadavg()[0], 2),
         "per_question": per_question,
     }
+
+
+def memory_mb() -> dict[str, float]:
+    """The process's resident memory now, split as the kernel counts it (Linux ``/proc/self/status``): anonymous
+    (heap: Python objects, the store's in-RAM structures) and file-backed (memory-mapped shard files and libraries,
+    pages the kernel can drop and re-read); empty where there is no /proc."""
+    fields = {"VmRSS": "rss_mb", "RssAnon": "rss_anon_mb", "RssFile": "rss_file_mb", "VmHWM": "rss_peak_mb"}
+    out: dict[str, float] = {}
+    try:
+        lines = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name in fields:
+            out[fields[name]] = round(int(value.split()[0]) / 1024, 1)
+    return out
 
 
 def time_stages(runner: Any) -> dict[str, list[float]]:
@@ -448,8 +480,10 @@ def run_child(store: Path, backend: str, args: argparse.Namespace, filing_ids: s
 
 # --- driver ------------------------------------------------------------------------------------------------------
 
+MARKER_KEYS = ("nodes", "write_s", "optimize_s", "disk_mb")
 COLUMNS = (
     ("write_s", "write s"),
+    ("optimize_s", "optim. s"),
     ("disk_mb", "disk MB"),
     ("startup_s", "start s"),
     ("cold_p50_ms", "cold p50"),
@@ -491,6 +525,11 @@ def main() -> int:
         help="measure a store kept by an earlier --keep run of the same N and backend instead of writing it again",
     )
     parser.add_argument("--write-only", action="store_true", help="write (and keep) the stores, measure nothing")
+    parser.add_argument(
+        "--no-optimize",
+        action="store_true",
+        help="measure Edge stores as written, without the optimize() that `haystack-fin index` runs after a batch",
+    )
     parser.add_argument(
         "--warm-repeat", type=int, default=0, help="child only: extra unrecorded warm passes (for a profiler)"
     )
@@ -555,8 +594,14 @@ def main() -> int:
                     marker.unlink(missing_ok=True)
                     nodes, seconds = write_store(backend, store, by_filing, n, deadline)
                     row.update(nodes=nodes, write_s=round(seconds, 1), disk_mb=round(disk_mb(store), 1))
-                    marker.write_text(json.dumps({k: row[k] for k in ("nodes", "write_s", "disk_mb")}))
                     logger.info("%s N=%d: wrote %d nodes in %.1f s", backend, n, nodes, seconds)
+                # The marker is written before optimizing, so that a run stopped there resumes with --reuse.
+                marker.write_text(json.dumps({k: row[k] for k in MARKER_KEYS if k in row}))
+                if backend == "edge" and not args.no_optimize and "optimize_s" not in row:
+                    row["optimize_s"] = round(optimize_store(store), 1)
+                    row["disk_mb"] = round(disk_mb(store), 1)
+                    logger.info("%s N=%d: optimized in %.1f s", backend, n, row["optimize_s"])
+                    marker.write_text(json.dumps({k: row[k] for k in MARKER_KEYS if k in row}))
                 if not args.write_only:
                     row.update(run_child(store, backend, args, originals, deadline - time.monotonic()))
             except (TimeoutError, subprocess.TimeoutExpired) as exc:

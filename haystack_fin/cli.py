@@ -111,6 +111,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         timeout_s=args.timeout or None,
         workers=args.workers,
         quiet=args.quiet,
+        optimize=not args.no_optimize,
     )
     for line in report.failures:
         print(f"error: {line}", file=sys.stderr)
@@ -492,6 +493,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--pipeline", default=None, help="indexing YAML to use instead of the shipped one")
     _add_indexing_args(p)
+    p.add_argument(
+        "--no-optimize",
+        action="store_true",
+        help="skip optimizing the embedded store after the batch (build its vector index later, e.g. after the "
+        "last of several batches)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     p.set_defaults(func=cmd_index)
 

@@ -37,9 +37,10 @@ _EDGE_PARAMS = frozenset(
         "recreate_index",
         "write_batch_size",
         "progress_bar",
+        "memory",
     }
 )
-_EDGE_ONLY_PARAMS = frozenset({"payload_indexes"})
+_EDGE_ONLY_PARAMS = frozenset({"payload_indexes", "memory"})
 # A Qdrant server gets the payload indexes the Edge store creates with its shard (``DEFAULT_PAYLOAD_INDEXES``): the
 # retriever loads a filing by ``filing_id`` and scope reads the ``node_type == "filing"`` nodes, and without a
 # keyword index each of those filters scans the whole collection. Created with the collection (qdrant-haystack

@@ -15,11 +15,12 @@ the graph expander of one pipeline read a cold filing from the store once and bu
 entity graph) from the same entry.
 """
 
+import inspect
 import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -54,6 +55,18 @@ def release_store(store: Any) -> None:
         _caches.pop(key, None)  # the filings read through it go too (memory back; a reopened store reloads)
     if shared is not None and hasattr(shared, "close"):
         shared.close()
+
+
+def filter_documents_without(store: Any, filters: dict[str, Any], exclude_meta: Sequence[str]) -> list[Any]:
+    """``store.filter_documents(filters)``, leaving out the ``exclude_meta`` fields where the store can (Qdrant
+    Edge); other stores return whole Documents."""
+    try:
+        can_exclude = "exclude_meta" in inspect.signature(store.filter_documents).parameters
+    except (TypeError, ValueError):
+        can_exclude = False
+    if can_exclude:
+        return list(store.filter_documents(filters=filters, exclude_meta=list(exclude_meta)))
+    return list(store.filter_documents(filters=filters))
 
 
 class SharedStoreClient:

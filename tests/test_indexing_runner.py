@@ -222,3 +222,33 @@ def test_index_filings_refuses_a_local_mode_folder(fixtures, tmp_path):
         index_filings([fixtures / "bestbuy-10q-2023-07-29.pdf"], data, quiet=True)
     assert sorted(p.name for p in store_dir.iterdir()) == before
     assert multiprocessing.active_children() == []
+
+
+def test_the_store_is_optimized_once_after_a_batch_that_wrote(fixtures, tmp_path, monkeypatch):
+    calls: list[str] = []
+    real = QdrantEdgeDocumentStore.optimize
+
+    def optimize(self):
+        calls.append(self.path)
+        return real(self)
+
+    monkeypatch.setattr(QdrantEdgeDocumentStore, "optimize", optimize)
+    data = _no_model_pipeline(pipeline_dict("indexing"), tmp_path / "idx")
+    pdf = fixtures / "pepsico-8k-2023-05-05.pdf"
+    report = index_filings([pdf], data, quiet=True, in_process=True)
+    assert report.n_ok == 1 and calls == [str(tmp_path / "idx")] and report.optimize_seconds > 0
+    skipped = index_filings(
+        [pdf],
+        _no_model_pipeline(pipeline_dict("indexing"), tmp_path / "b"),
+        quiet=True,
+        in_process=True,
+        optimize=False,
+    )
+    assert skipped.n_ok == 1 and len(calls) == 1 and skipped.optimize_seconds == 0
+    # A batch that wrote nothing (the file is not a filing) does not optimize.
+    bad = tmp_path / "empty.pdf"
+    bad.write_bytes(b"not a pdf")
+    nothing = index_filings(
+        [bad], _no_model_pipeline(pipeline_dict("indexing"), tmp_path / "c"), quiet=True, in_process=True
+    )
+    assert nothing.n_failed == 1 and len(calls) == 1

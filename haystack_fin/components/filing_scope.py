@@ -12,7 +12,7 @@ from haystack_fin.core.retrieval.filing_ranking import FilingProfile, ScopeDecis
 from haystack_fin.core.retrieval.question_analysis import QuestionAnalysis, analysis_for
 from haystack_fin.core.retrieval.question_scope import parse_question_scope
 from haystack_fin.core.schema import NodeType
-from haystack_fin.store_registry import SharedStoreClient
+from haystack_fin.store_registry import SharedStoreClient, filter_documents_without
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +130,9 @@ class FilingScope(SharedStoreClient):
         """Re-read the filing profiles from the store (after filings were indexed or deleted)."""
         self._attach_store()
         self._read_at = time.monotonic()
-        nodes = self._store.filter_documents(filters=_FILING_NODES)
+        # Without the FLAM term statistics, the bulk of a filing node (FlamRouter reads them per scoped filing):
+        # at thousands of filings they would be most of the process's memory.
+        nodes = filter_documents_without(self._store, _FILING_NODES, schema.FLAM_STATISTICS)
         profiles = [FilingProfile.from_meta(doc.meta) for doc in nodes]
         self._profiles = [p for p in profiles if p.filing_id]
         self._index = CompanyIndex(self._profiles, self.aliases)

@@ -86,6 +86,8 @@ ITEMS = "items"
 N_CHUNKS_BY_MODALITY = "n_chunks_by_modality"
 ITEM_TERM_COUNTS = "item_term_counts"
 ITEM_TERM_TOTALS = "item_term_totals"
+# A filing node's FLAM term statistics: most of its size, read only by FlamRouter for the filings in scope.
+FLAM_STATISTICS = (ITEM_TERM_COUNTS, ITEM_TERM_TOTALS)
 
 # Key under which converters hand parsed layout elements to FilingSplitter (never stored in the index).
 ELEMENTS = "filing_elements"

@@ -302,6 +302,30 @@ def test_documents_with_blob_and_explicit_ids_round_trip(fast_dir):
     store.close()
 
 
+def test_filter_documents_can_leave_large_meta_fields_out(fast_dir):
+    from haystack_fin.store_registry import filter_documents_without
+
+    store = QdrantEdgeDocumentStore(path=str(fast_dir), embedding_dim=3)
+    meta = {"node_type": "filing", "company": "3M", "item_term_counts": {"7": {"capex": 4}}, "item_term_totals": {}}
+    store.write_documents([Document(id="MMM_2018_10K#filing", content="3M 10-K", meta=meta)])
+    flt = {"field": "meta.node_type", "operator": "==", "value": "filing"}
+    (lean,) = filter_documents_without(store, flt, ["item_term_counts", "meta.item_term_totals"])
+    assert (lean.id, lean.content, lean.meta) == (
+        "MMM_2018_10K#filing",
+        "3M 10-K",
+        {"node_type": "filing", "company": "3M"},
+    )
+    (whole,) = store.filter_documents(flt)
+    assert whole.meta == meta
+    store.close()
+    # A store that cannot leave fields out (Haystack's InMemory) returns whole Documents.
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    memory = InMemoryDocumentStore()
+    memory.write_documents([Document(id="x", content="c", meta=meta)])
+    assert filter_documents_without(memory, flt, ["item_term_counts"])[0].meta == meta
+
+
 # -- store lifecycle --------------------------------------------------------------------------------------------------
 def test_init_does_no_io_and_payload_indexes_are_created(fast_dir):
     path = fast_dir / "later"

@@ -13,6 +13,10 @@ Qdrant Edge verified facts this module relies on (qdrant-edge-py 0.9.0):
 - Updates are durable once ``update`` returns (WAL): a process killed without ``flush``/``close`` loses nothing.
 - Optimizers run only when ``optimize()`` is called (no background threads): writes land in an appendable segment
   searched by brute force with payload indexes; ``optimize()`` builds HNSW (minutes for 50k x 384 on 2 cores).
+- Vectors and payload are memory-mapped. Their default placement, ``Memory.Cached``, reads every page of them into
+  the process on open (measured: 1.3 GB resident right after opening a 637k-point, 1.9 GB shard), so memory grows
+  with the store; ``Memory.Cold`` maps them without reading, and only the pages a query touches become resident.
+  The placement may change when a shard is loaded.
 """
 
 import json
@@ -20,7 +24,7 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from math import exp
 from pathlib import Path
@@ -75,6 +79,7 @@ class QdrantEdgeDocumentStore:
     ```
     """
 
+    MEMORY: ClassVar[dict[str, qe.Memory]] = {"cold": qe.Memory.Cold, "cached": qe.Memory.Cached}
     SIMILARITY: ClassVar[dict[str, qe.Distance]] = {
         "cosine": qe.Distance.Cosine,
         "dot_product": qe.Distance.Dot,
@@ -92,6 +97,7 @@ class QdrantEdgeDocumentStore:
         recreate_index: bool = False,
         write_batch_size: int = 256,
         progress_bar: bool = False,
+        memory: Literal["cold", "cached"] = "cold",
     ) -> None:
         """
         :param path: folder that holds the store's shards (created on first use).
@@ -106,7 +112,12 @@ class QdrantEdgeDocumentStore:
         :param recreate_index: delete and recreate the shard the first time this instance opens it.
         :param write_batch_size: points per Edge update call.
         :param progress_bar: show a progress bar while writing.
+        :param memory: placement of the vectors and payload: ``cold`` (memory-mapped, read on first access: memory
+            follows what queries touch, not the store's size) or ``cached`` (read into memory when the store opens:
+            faster first queries, memory grows with the store). Applied on every open, so it can be changed.
         """
+        if memory not in self.MEMORY:
+            raise ValueError(f"memory must be one of {sorted(self.MEMORY)}, got {memory!r}")
         if similarity not in self.SIMILARITY:
             raise ValueError(f"similarity must be one of {sorted(self.SIMILARITY)}, got {similarity!r}")
         if not isinstance(embedding_dim, int) or embedding_dim < 1:
@@ -128,6 +139,7 @@ class QdrantEdgeDocumentStore:
         self.recreate_index = recreate_index
         self.write_batch_size = write_batch_size
         self.progress_bar = progress_bar
+        self.memory = memory
         # Nothing touches the disk before first use: pipelines deserialize stores they may never open.
         self._shard: qe.EdgeShard | None = None
         self._recreated = False
@@ -176,7 +188,7 @@ class QdrantEdgeDocumentStore:
             self._recreated = True
         if (shard_dir / "edge_config.json").exists():
             self._check_store_file()
-            shard = self._edge_call(lambda: qe.EdgeShard.load(str(shard_dir)), "open")
+            shard = self._edge_call(lambda: qe.EdgeShard.load(str(shard_dir), self._edge_config()), "open")
             self._ensure_payload_indexes(shard)
             return shard
         if (Path(self.path) / "meta.json").is_file():
@@ -187,9 +199,7 @@ class QdrantEdgeDocumentStore:
                 "Edge store: re-index into a new folder, or open it with QdrantDocumentStore(path=...)"
             )
         shard_dir.mkdir(parents=True, exist_ok=True)
-        config = qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(size=self.embedding_dim, distance=self.SIMILARITY[self.similarity])
-        )
+        config = self._edge_config()
         shard = self._edge_call(lambda: qe.EdgeShard.create(str(shard_dir), config), "create")
         self._ensure_payload_indexes(shard)
         tmp = shard_dir / f".{STORE_FILE}.tmp"
@@ -197,6 +207,11 @@ class QdrantEdgeDocumentStore:
         os.replace(tmp, self._store_file)  # atomic: a crash never leaves a half-written store file
         logger.info("created Qdrant Edge shard %s (dim %d, %s)", shard_dir, self.embedding_dim, self.similarity)
         return shard
+
+    def _edge_config(self) -> qe.EdgeConfig:
+        memory = self.MEMORY[self.memory]
+        vectors = qe.EdgeVectorParams(size=self.embedding_dim, distance=self.SIMILARITY[self.similarity], memory=memory)
+        return qe.EdgeConfig(vectors=vectors, payload_memory=memory)
 
     def _delete_shard_folder(self, shard_dir: Path) -> None:
         if not shard_dir.exists():
@@ -284,6 +299,7 @@ class QdrantEdgeDocumentStore:
             recreate_index=self.recreate_index,
             write_batch_size=self.write_batch_size,
             progress_bar=self.progress_bar,
+            memory=self.memory,
         )
 
     @classmethod
@@ -298,14 +314,24 @@ class QdrantEdgeDocumentStore:
         """Number of documents that match ``filters`` (Haystack filter syntax or a native ``qdrant_edge.Filter``)."""
         return int(self._shard_or_open().count(qe.CountRequest(exact=True, filter=convert_filters(filters))))
 
-    def filter_documents(self, filters: dict[str, Any] | qe.Filter | None = None) -> list[Document]:
+    def filter_documents(
+        self, filters: dict[str, Any] | qe.Filter | None = None, exclude_meta: Sequence[str] = ()
+    ) -> list[Document]:
         """Documents matching ``filters`` (all documents for None/{}), ordered by point id.
 
         Embeddings are included when the store was created with ``return_embedding=True``.
+
+        :param exclude_meta: meta fields not to read (the Documents come back without them): a caller that needs a
+            few small fields of many nodes does not read and hold their large ones.
         """
+        with_payload: Any = True
+        if exclude_meta:
+            with_payload = qe.PayloadSelector.Exclude([f"meta.{name.removeprefix('meta.')}" for name in exclude_meta])
         return [
             point_to_document(r, self.return_embedding)
-            for r in self._scroll(convert_filters(filters), with_payload=True, with_vector=self.return_embedding)
+            for r in self._scroll(
+                convert_filters(filters), with_payload=with_payload, with_vector=self.return_embedding
+            )
         ]
 
     def _scroll(self, flt: qe.Filter | None, with_payload: Any, with_vector: bool) -> Iterator[qe.Record]:
