@@ -117,6 +117,7 @@ def mark_page_breaks(root: lxml.html.HtmlElement) -> int:
                 span = lxml.html.Element("span")
                 span.text = f" {PAGE_BREAK_MARKER} "
                 if side == "before":
+                    span.tail, target.text = target.text, None  # the cell's own text stays after the marker
                     target.insert(0, span)
                 else:
                     target.append(span)
@@ -152,6 +153,15 @@ class _Pages:
 
 
 @dataclass
+class _Breaks:
+    """Where page-break markers sat in an item's text: before it, inside it, after it."""
+
+    before: bool = False
+    inside: bool = False
+    after: bool = False
+
+
+@dataclass
 class _Mapper:
     doc: "DoclingDocument"
     paged: bool  # items carry provenance (PDF); else pages come from break markers
@@ -160,11 +170,29 @@ class _Mapper:
     elements: list[Element] = field(default_factory=list)
     pages: _Pages = field(default_factory=_Pages)
 
-    def _strip_markers(self, text: str) -> tuple[str, int]:
-        count = text.count(PAGE_BREAK_MARKER)
-        if count:
-            text = text.replace(PAGE_BREAK_MARKER, " ")
-        return normalize_line(text), count
+    def _strip_markers(self, text: str) -> tuple[str, _Breaks]:
+        """The text without break markers, and where they sat: before, inside or after the text."""
+        if PAGE_BREAK_MARKER not in text:
+            return normalize_line(text), _Breaks()
+        parts = [normalize_line(p) for p in text.split(PAGE_BREAK_MARKER)]
+        breaks = _Breaks(before=not parts[0], after=not parts[-1], inside=any(parts[1:-1]) or bool(parts[0] and parts[-1]))
+        return normalize_line(" ".join(parts)), breaks
+
+    def _open(self, breaks: "_Breaks") -> None:
+        if breaks.before and not self.paged:
+            self.pages.pending_break = True
+
+    def _close(self, element: Element | None, breaks: "_Breaks") -> None:
+        """After an element: a break inside it carries it onto the next page, one after it opens a page later."""
+        if self.paged:
+            return
+        if breaks.inside and element is not None:
+            self.pages.page += 1
+            self.pages.page_has_text = True
+            self.pages.pending_break = False
+            element.pages.append(self.pages.page)
+        if breaks.after or (breaks.inside and element is None):
+            self.pages.pending_break = True
 
     def _place(self, prov: "list[ProvenanceItem]") -> tuple[int, list[int], tuple[float, float, float, float] | None]:
         if not self.paged:
@@ -181,10 +209,6 @@ class _Mapper:
             bbox = (round(box.l, 2), round(box.t, 2), round(box.r, 2), round(box.b, 2))
         return first.page_no, [first.page_no, *(p for p in pages if p != first.page_no)], bbox
 
-    def _breaks_after(self, count: int) -> None:
-        if count:
-            self.pages.pending_break = True
-
     def text(self, item: "NodeItem") -> None:
         from docling_core.types.doc.items.text import ListItem, SectionHeaderItem, TextItem, TitleItem
 
@@ -194,10 +218,11 @@ class _Mapper:
         if not self.paged and normalize_line(raw) == PAGE_BREAK_MARKER:
             self.pages.pending_break = True
             return
-        text, markers = self._strip_markers(raw)
+        text, breaks = self._strip_markers(raw)
         if not text:
-            self._breaks_after(markers)
+            self._close(None, breaks)
             return
+        self._open(breaks)
         if isinstance(item, ListItem) and item.enumerated and item.marker and not text.startswith(item.marker):
             text = f"{item.marker} {text}"
         size, heading = 0.0, False
@@ -207,54 +232,53 @@ class _Mapper:
             size, heading = _SECTION_SIZES.get(item.level, _DEEPER_SECTION_SIZE), True
         bold = heading or bool(item.formatting is not None and item.formatting.bold)
         page, pages, bbox = self._place(item.prov)
-        self.elements.append(
-            Element(
-                kind="text",
-                text=text,
-                page=page,
-                pages=pages,
-                bbox=bbox,
-                font_size=size,
-                bold=bold,
-                is_heading=heading,
-            )
-        )
-        self._breaks_after(markers)
+        element = Element("text", text, page, pages=pages, bbox=bbox, font_size=size, bold=bold, is_heading=heading)
+        self.elements.append(element)
+        self._close(element, breaks)
 
     def table(self, item: "TableItem") -> None:
-        raw_rows, flagged_header_rows, markers = self._table_rows(item)
+        raw_rows, flagged_header_rows, boundaries = self._table_rows(item)
+        n_rows = len(raw_rows)
+        breaks = _Breaks(
+            before=0 in boundaries,
+            inside=any(0 < b < n_rows for b in boundaries),
+            after=any(b >= n_rows for b in boundaries),
+        )
         rows = clean_table_rows(raw_rows)
         if not rows:
-            self._breaks_after(markers)
+            self._close(None, breaks)
             return
+        self._open(breaks)
         if not is_data_table(rows):
             # Layout table ("Item 2." | "Management's Discussion ..."): each row reads as one line, as natively.
+            last = None
             for row in rows:
                 line = normalize_line(" ".join(c for c in row if c))
                 if line:
                     page, pages, bbox = self._place(item.prov)
-                    self.elements.append(Element(kind="text", text=line, page=page, pages=pages, bbox=bbox))
-            self._breaks_after(markers)
+                    last = Element(kind="text", text=line, page=page, pages=pages, bbox=bbox)
+                    self.elements.append(last)
+            self._close(last, breaks)
             return
         caption = normalize_line(item.caption_text(self.doc))
         title, units_hint = (caption, "") if caption else table_caption(self.elements)
         units = find_units([title, units_hint, *(" ".join(r) for r in rows[:3])])
         n_header = min(flagged_header_rows, len(rows) - 1) if flagged_header_rows else header_rows(rows)
         page, pages, bbox = self._place(item.prov)
-        self.elements.append(
-            Element(
-                kind="table",
-                text="\n".join(" | ".join(r) for r in rows),
-                page=page,
-                pages=pages,
-                bbox=bbox,
-                table=TableData(rows=rows, header_rows=n_header, title=title, units=units),
-            )
+        element = Element(
+            kind="table",
+            text="\n".join(" | ".join(r) for r in rows),
+            page=page,
+            pages=pages,
+            bbox=bbox,
+            table=TableData(rows=rows, header_rows=n_header, title=title, units=units),
         )
-        self._breaks_after(markers)
+        self.elements.append(element)
+        self._close(element, breaks)
 
-    def _table_rows(self, item: "TableItem") -> tuple[list[list[tuple[str, int]]], int, int]:
-        """Rows of (text, colspan) in column order, the leading rows Docling flagged as column headers, markers."""
+    def _table_rows(self, item: "TableItem") -> tuple[list[list[tuple[str, int]]], int, list[int]]:
+        """Rows of (text, colspan) in column order, how many leading rows Docling flagged as column headers, and
+        the row boundaries where page breaks sit (0 = before the first row, the row count = after the last)."""
         data = item.data
         starts: dict[int, list[tuple[int, int, str, bool]]] = {}
         for cell in data.table_cells:
@@ -263,7 +287,7 @@ class _Mapper:
             )
         raw_rows: list[list[tuple[str, int]]] = []
         header_flags: list[bool] = []
-        markers = 0
+        boundaries: list[int] = []
         for r in range(data.num_rows):
             row: list[tuple[str, int]] = []
             col = 0
@@ -271,8 +295,11 @@ class _Mapper:
             for start, end, text, is_header in sorted(starts.get(r, [])):
                 if start > col:  # a column covered by a rowspan from above, or a missing cell
                     row.extend([("", 1)] * (start - col))
-                clean, count = self._strip_markers(text)
-                markers += count
+                clean, breaks = self._strip_markers(text)
+                if breaks.before:
+                    boundaries.append(r)
+                if breaks.inside or breaks.after:
+                    boundaries.append(r + 1)
                 row.append((clean, max(1, end - start)))
                 if clean:
                     texts_flagged.append(is_header)
@@ -285,7 +312,7 @@ class _Mapper:
             if not is_header:
                 break
             flagged += 1
-        return raw_rows, flagged, markers
+        return raw_rows, flagged, boundaries
 
     def picture(self, item: "NodeItem") -> None:
         from docling_core.types.doc.items.picture.picture import PictureItem
