@@ -175,7 +175,9 @@ class _Mapper:
         if PAGE_BREAK_MARKER not in text:
             return normalize_line(text), _Breaks()
         parts = [normalize_line(p) for p in text.split(PAGE_BREAK_MARKER)]
-        breaks = _Breaks(before=not parts[0], after=not parts[-1], inside=any(parts[1:-1]) or bool(parts[0] and parts[-1]))
+        breaks = _Breaks(
+            before=not parts[0], after=not parts[-1], inside=any(parts[1:-1]) or bool(parts[0] and parts[-1])
+        )
         return normalize_line(" ".join(parts)), breaks
 
     def _open(self, breaks: "_Breaks") -> None:
@@ -481,6 +483,12 @@ class DoclingReader:
         """An EDGAR HTML filing: validated, decoded and stripped of hidden parts as natively, paged by its breaks."""
         started = time.perf_counter()
         root, meta = load_html_tree(source, data)
+        # Inline XBRL tags hold the facts inside running text: Docling reads an unknown inline tag as a separate
+        # run and joins runs with a space ("NVIDIA CORP" + "ORATION" -> "NVIDIA CORP ORATION"); their facts are in
+        # ``meta`` already.
+        ix_tags = {el.tag for el in root.iter() if isinstance(el.tag, str) and el.tag.startswith("ix:")}
+        if ix_tags:
+            lxml.etree.strip_tags(root, *ix_tags)
         marks = mark_page_breaks(root)
         html = lxml.etree.tostring(root, method="html", encoding="utf-8")
         doc = self._convert(self._html_converter(), source, f"{Path(source).stem or 'filing'}.html", html)
