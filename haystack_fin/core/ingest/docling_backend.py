@@ -33,6 +33,7 @@ import lxml.etree
 import lxml.html
 
 from haystack_fin.core.ingest.html import (
+    PageCounter,
     clean_table_rows,
     fill_image_context,
     find_units,
@@ -136,23 +137,6 @@ def mark_page_breaks(root: lxml.html.HtmlElement) -> int:
 
 
 @dataclass
-class _Pages:
-    """Page numbers for items without provenance (HTML): the native parser's rule, driven by break markers."""
-
-    page: int = 1
-    pending_break: bool = False
-    page_has_text: bool = False
-
-    def content(self) -> int:
-        if self.pending_break and self.page_has_text:
-            self.page += 1
-            self.page_has_text = False
-        self.pending_break = False
-        self.page_has_text = True
-        return self.page
-
-
-@dataclass
 class _Breaks:
     """Where page-break markers sat in an item's text: before it, inside it, after it."""
 
@@ -168,7 +152,7 @@ class _Mapper:
     extract_images: bool
     figure_kind: FigureKind
     elements: list[Element] = field(default_factory=list)
-    pages: _Pages = field(default_factory=_Pages)
+    pages: PageCounter = field(default_factory=PageCounter)
 
     def _strip_markers(self, text: str) -> tuple[str, _Breaks]:
         """The text without break markers, and where they sat: before, inside or after the text."""
@@ -198,7 +182,7 @@ class _Mapper:
 
     def _place(self, prov: "list[ProvenanceItem]") -> tuple[int, list[int], tuple[float, float, float, float] | None]:
         if not self.paged:
-            return (page := self.pages.content()), [page], None
+            return (page := self.pages.text_page()), [page], None
         if not prov:  # a PDF item Docling could not place: the page of the element before it
             page = self.elements[-1].page if self.elements else 1
             return page, [page], None

@@ -23,6 +23,7 @@ from haystack_fin.core.text import normalize_line
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "PageCounter",
     "clean_table_rows",
     "fill_image_context",
     "find_units",
@@ -107,6 +108,24 @@ _DECLARED_CHARSET = re.compile(rb"""(?:encoding|charset)\s*=\s*["']?([A-Za-z0-9_
 
 
 @dataclass
+class PageCounter:
+    """Physical pages of a document without pages, counted from its page-break markers."""
+
+    page: int = 1
+    pending_break: bool = False  # a break was seen; it opens a page when visible text follows
+    page_has_text: bool = False
+
+    def text_page(self) -> int:
+        """The page new visible text lands on; a break only opens a page once text follows it (no blank pages)."""
+        if self.pending_break and self.page_has_text:
+            self.page += 1
+            self.page_has_text = False
+        self.pending_break = False
+        self.page_has_text = True
+        return self.page
+
+
+@dataclass
 class _Frag:
     """A run of text with the style it renders in and the page it lands on."""
 
@@ -145,7 +164,7 @@ def parse_html_filing(source: str | Path, data: bytes | None = None, extract_ima
     if not walker.elements:
         raise FilingParseError(source_name, "HTML contains no visible text")
 
-    n_pages = walker.page
+    n_pages = walker.pages.page
     page_texts = ["\n".join(walker.page_lines.get(p, [])) for p in range(1, n_pages + 1)]
     logger.debug(
         "parsed %s: %d pages, %d elements in %.2fs",
@@ -350,22 +369,11 @@ class _Walker:
         self.extract_images = extract_images
         self.elements: list[Element] = []
         self.page_lines: dict[int, list[str]] = {}
-        self.page = 1
-        self._pending_break = False
-        self._page_has_text = False
+        self.pages = PageCounter()
         self._buffer: list[_Frag] = []
         self._br_pending = False
 
     # -- pages ---------------------------------------------------------------------------------------------------
-
-    def _current_page(self) -> int:
-        """The page new visible text lands on; a break only opens a page once text follows it (no blank pages)."""
-        if self._pending_break and self._page_has_text:
-            self.page += 1
-            self._page_has_text = False
-        self._pending_break = False
-        self._page_has_text = True
-        return self.page
 
     # -- main walk -----------------------------------------------------------------------------------------------
 
@@ -384,7 +392,7 @@ class _Walker:
                 before, _ = page_break_sides(el)
                 if before:
                     self._flush()
-                    self._pending_break = True
+                    self.pages.pending_break = True
                 if tag == "table":
                     self._flush()
                     self._table(el, style)
@@ -407,7 +415,7 @@ class _Walker:
                 _, after = page_break_sides(el)
                 if after:
                     self._flush()
-                    self._pending_break = True
+                    self.pages.pending_break = True
                 stack.pop()
                 if el.tail:
                     self._add(el.tail, stack[-1])
@@ -420,15 +428,15 @@ class _Walker:
         else:
             self._br_pending = True
             if self._buffer:
-                self._buffer.append(_Frag(" ", 0.0, False, False, self.page))
+                self._buffer.append(_Frag(" ", 0.0, False, False, self.pages.page))
 
     def _add(self, text: str, style: _Style) -> None:
         if text.isspace():
             if self._buffer:
-                self._buffer.append(_Frag(" ", 0.0, False, False, self.page))
+                self._buffer.append(_Frag(" ", 0.0, False, False, self.pages.page))
             return
         self._br_pending = False
-        self._buffer.append(_Frag(text, style[0], style[1], style[2], self._current_page()))
+        self._buffer.append(_Frag(text, style[0], style[1], style[2], self.pages.text_page()))
 
     def _flush(self) -> None:
         frags, self._buffer = self._buffer, []
@@ -502,7 +510,7 @@ class _Walker:
                 caption = el.text if n_words <= 15 else ""
                 break
         image = ImageData("html", caption=caption, context=context, alt=alt)
-        self.elements.append(Element("image", image.embedding_text(), self.page, image=image))
+        self.elements.append(Element("image", image.embedding_text(), self.pages.page, image=image))
 
     # -- tables --------------------------------------------------------------------------------------------------
 
@@ -514,7 +522,7 @@ class _Walker:
             tr_style = _style_of(tr, style)
             before, after = page_break_sides(tr)
             if before:
-                self._pending_break = True
+                self.pages.pending_break = True
             cells: list[_Cell] = []
             frags: list[_Frag] = []
             first_page = 0
@@ -525,11 +533,11 @@ class _Walker:
                 if cell_frags and not first_page:
                     first_page = cell_frags[0].page
                 frags.extend(cell_frags)
-                frags.append(_Frag(" ", 0.0, False, False, self.page))
+                frags.append(_Frag(" ", 0.0, False, False, self.pages.page))
                 text = normalize_line("".join(f.text for f in cell_frags))
                 cells.append(_Cell(text, _span(td.get("colspan")), _span(td.get("rowspan"))))
             if after:
-                self._pending_break = True
+                self.pages.pending_break = True
             raw.append(cells)
             row_frags.append(frags)
             row_pages.append(first_page)
@@ -556,9 +564,9 @@ class _Walker:
                 return
             if text.isspace():
                 if frags:
-                    frags.append(_Frag(" ", 0.0, False, False, self.page))
+                    frags.append(_Frag(" ", 0.0, False, False, self.pages.page))
                 return
-            frags.append(_Frag(text, style[0], style[1], style[2], self._current_page()))
+            frags.append(_Frag(text, style[0], style[1], style[2], self.pages.text_page()))
 
         for event, el in lxml.etree.iterwalk(cell, events=("start", "end")):
             if not isinstance(el.tag, str):
@@ -586,7 +594,7 @@ class _Walker:
         rendered = [" | ".join(r) for r in rows]
         pages: list[int] = []
         for line, page in zip(rendered, pages_by_row, strict=True):
-            page = page or (pages[-1] if pages else self.page)
+            page = page or (pages[-1] if pages else self.pages.page)
             if page not in pages:
                 pages.append(page)
             self.page_lines.setdefault(page, []).append(line)
