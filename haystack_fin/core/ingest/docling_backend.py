@@ -97,8 +97,8 @@ def _require_docling() -> None:
 def mark_page_breaks(root: lxml.html.HtmlElement) -> int:
     """Write a marker paragraph where each CSS page break sits (before/after its element); return how many.
 
-    A break on a table row or cell puts the marker text inside the cell (a paragraph between rows is not HTML),
-    which the mapping strips from the cell and counts after the table.
+    A break on a table row or cell puts the marker text inside the row's first (before) or last (after) cell: a
+    paragraph between rows is not HTML. The mapping strips it from the cell and turns it into a row boundary.
     """
     marks = 0
     for el in list(root.iter()):
@@ -111,8 +111,8 @@ def mark_page_breaks(root: lxml.html.HtmlElement) -> int:
         for side, wanted in (("before", before), ("after", after)):
             if not wanted:
                 continue
-            marks += 1
             if cell_holder:
+                marks += 1
                 cells = el.xpath(".//td|.//th") if el.tag == "tr" else [el]
                 target = cells[0 if side == "before" else -1] if cells else el
                 span = lxml.html.Element("span")
@@ -127,6 +127,7 @@ def mark_page_breaks(root: lxml.html.HtmlElement) -> int:
             para.text = PAGE_BREAK_MARKER
             if el.getparent() is None:  # the root itself: nothing to put beside it
                 continue
+            marks += 1
             if side == "before":
                 el.addprevious(para)
             else:
