@@ -1,12 +1,13 @@
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ByteStream
 
 from haystack_fin.core import schema
+from haystack_fin.core.ingest.docling_backend import DoclingReader
 from haystack_fin.core.ingest.filing_meta import detect_filing_meta
 from haystack_fin.core.ingest.html import parse_html_filing
 from haystack_fin.core.ingest.layout import FilingParseError, ParsedFiling
@@ -16,6 +17,8 @@ from haystack_fin.core.text import normalize_whitespace
 logger = logging.getLogger(__name__)
 
 _FORMATS = ("pdf", "html")
+Backend = Literal["native", "docling"]
+_BACKENDS: tuple[str, ...] = get_args(Backend)
 _TABLE_FINDERS: tuple[str, ...] = get_args(TableFinder)
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -50,6 +53,10 @@ def sniff_format(name: str, data: bytes) -> str:
 class FilingConverter:
     """Converts SEC filings (PDF via PyMuPDF, EDGAR inline-XBRL HTML via lxml) into one Document per filing.
 
+    ``backend="docling"`` reads them through Docling instead (the ``[docling]`` extra), into the same layout
+    elements: HTML without any model, PDF only where Docling's layout models are installed
+    (``DOCLING_ARTIFACTS_PATH``); they are never downloaded, and without them each PDF fails with one line.
+
     The Document's content is the filing's text with pages separated by form feeds ("\\f"), so plain Haystack
     splitters work on it too. Its meta carries the filing metadata detected from the cover page (``filing_id``,
     ``company``, ``form``, ``period``, ``fiscal_year``, ``fiscal_quarter``, ``period_end``, ``ticker``), ``n_pages``,
@@ -78,6 +85,7 @@ class FilingConverter:
         extract_images: bool = True,
         ocr: bool = True,
         ocr_figures: bool = True,
+        backend: Backend = "native",
     ):
         """
         :param formats: accepted formats, any of "pdf" and "html" (default both).
@@ -92,6 +100,10 @@ class FilingConverter:
             fails the file with one line naming the extra). False leaves those pages empty.
         :param ocr_figures: with ``ocr``, also read the text inside PDF raster figures (chart images: axis labels,
             legends) when the ``[ocr]`` extra is installed; 2-6 s per figure, bounded per figure.
+        :param backend: "native" (default: PyMuPDF and lxml) or "docling" (Docling's converters, for users with
+            Docling's layout models: complex decks and earnings releases; needs ``pip install haystack-fin[docling]``,
+            imported by ``warm_up`` or the first run). The Docling backend leaves ``table_finder``, ``ocr`` and
+            ``ocr_figures`` unused: Docling finds PDF tables with its own model and runs without OCR here.
         """
         formats = list(formats) if formats is not None else list(_FORMATS)
         unknown = [f for f in formats if f not in _FORMATS]
@@ -99,11 +111,21 @@ class FilingConverter:
             raise ValueError(f"formats must be a non-empty subset of {_FORMATS}, got {formats}")
         if table_finder not in _TABLE_FINDERS:
             raise ValueError(f"table_finder must be one of {_TABLE_FINDERS}, got {table_finder!r}")
+        if backend not in _BACKENDS:
+            raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
         self.formats = formats
         self.table_finder = table_finder
         self.extract_images = extract_images
         self.ocr = ocr
         self.ocr_figures = ocr_figures
+        self.backend = backend
+        self._docling: DoclingReader | None = None
+
+    def warm_up(self) -> None:
+        """With ``backend="docling"``, import Docling (once). Raises ImportError, one line naming the extra, when
+        Docling is not installed."""
+        if self.backend == "docling" and self._docling is None:
+            self._docling = DoclingReader(extract_images=self.extract_images)
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -113,6 +135,7 @@ class FilingConverter:
             extract_images=self.extract_images,
             ocr=self.ocr,
             ocr_figures=self.ocr_figures,
+            backend=self.backend,
         )
 
     @classmethod
@@ -142,6 +165,10 @@ class FilingConverter:
         fmt = sniff_format(name[:-3] if name.lower().endswith(".gz") else name, data)
         if fmt not in self.formats:
             raise FilingParseError(name, f"{fmt.upper()} input is not enabled for this converter")
+        if self.backend == "docling":
+            self.warm_up()
+            assert self._docling is not None
+            return self._docling.parse_pdf(name, data) if fmt == "pdf" else self._docling.parse_html(name, data)
         if fmt == "pdf":
             return parse_pdf_filing(
                 name,
@@ -186,6 +213,7 @@ class FilingConverter:
         """
         if isinstance(meta, list) and len(meta) != len(sources):
             raise ValueError(f"meta has {len(meta)} entries but there are {len(sources)} sources")
+        self.warm_up()  # a missing Docling is the converter's setup, not one bad file: it fails the run once
         documents: list[Document] = []
         failures: list[dict[str, str]] = []
         for i, source in enumerate(sources):

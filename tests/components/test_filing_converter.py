@@ -33,6 +33,8 @@ class TestFilingConverter:
             FilingConverter(formats=["docx"])
         with pytest.raises(ValueError, match="table_finder"):
             FilingConverter(table_finder="magic")
+        with pytest.raises(ValueError, match=r"backend must be one of \('native', 'docling'\), got 'pdfplumber'"):
+            FilingConverter(backend="pdfplumber")
 
     def test_to_dict_from_dict(self):
         converter = FilingConverter(formats=["pdf"], table_finder="none", extract_images=False)
@@ -43,8 +45,10 @@ class TestFilingConverter:
             "extract_images": False,
             "ocr": True,
             "ocr_figures": True,
+            "backend": "native",
         }
         assert FilingConverter.from_dict(data).table_finder == "none"
+        assert FilingConverter.from_dict(FilingConverter(backend="docling").to_dict()).backend == "docling"
         assert FilingConverter.from_dict(FilingConverter(ocr_figures=False).to_dict()).ocr_figures is False
 
     def test_run_pdf_detects_metadata_and_keeps_layout(self, fixtures):

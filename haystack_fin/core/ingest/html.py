@@ -22,7 +22,20 @@ from haystack_fin.core.text import normalize_line
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["clean_table_rows", "merge_cell_fragments", "parse_html_filing"]
+__all__ = [
+    "PageCounter",
+    "clean_table_rows",
+    "fill_image_context",
+    "find_units",
+    "header_rows",
+    "is_data_table",
+    "is_name_only_alt",
+    "load_html_tree",
+    "merge_cell_fragments",
+    "page_break_sides",
+    "parse_html_filing",
+    "table_caption",
+]
 
 # --- CSS / tag vocabulary -------------------------------------------------------------------------------------
 
@@ -95,6 +108,24 @@ _DECLARED_CHARSET = re.compile(rb"""(?:encoding|charset)\s*=\s*["']?([A-Za-z0-9_
 
 
 @dataclass
+class PageCounter:
+    """Physical pages of a document without pages, counted from its page-break markers."""
+
+    page: int = 1
+    pending_break: bool = False  # a break was seen; it opens a page when visible text follows
+    page_has_text: bool = False
+
+    def text_page(self) -> int:
+        """The page new visible text lands on; a break only opens a page once text follows it (no blank pages)."""
+        if self.pending_break and self.page_has_text:
+            self.page += 1
+            self.page_has_text = False
+        self.pending_break = False
+        self.page_has_text = True
+        return self.page
+
+
+@dataclass
 class _Frag:
     """A run of text with the style it renders in and the page it lands on."""
 
@@ -125,6 +156,36 @@ def parse_html_filing(source: str | Path, data: bytes | None = None, extract_ima
     """
     source_name = str(source)
     started = time.perf_counter()
+    root, meta = load_html_tree(source, data)
+    body = root.find("body")
+    walker = _Walker(extract_images)
+    walker.run(body if body is not None else root)
+    fill_image_context(walker.elements)
+    if not walker.elements:
+        raise FilingParseError(source_name, "HTML contains no visible text")
+
+    n_pages = walker.pages.page
+    page_texts = ["\n".join(walker.page_lines.get(p, [])) for p in range(1, n_pages + 1)]
+    logger.debug(
+        "parsed %s: %d pages, %d elements in %.2fs",
+        source_name,
+        n_pages,
+        len(walker.elements),
+        time.perf_counter() - started,
+    )
+    return ParsedFiling(
+        source_path=source_name, n_pages=n_pages, elements=walker.elements, page_texts=page_texts, meta=meta
+    )
+
+
+def load_html_tree(source: str | Path, data: bytes | None = None) -> tuple[lxml.html.HtmlElement, dict[str, object]]:
+    """The rendered DOM of an EDGAR HTML filing (hidden subtrees and ix:header dropped) and what its markup tells:
+    ``{"format": "html", "title": ..., "dei": {dei fact: value}}``.
+
+    ``source`` names the file (read from disk unless ``data`` is given). Raises ``FilingParseError`` when the
+    input is empty, binary, undecodable or not HTML.
+    """
+    source_name = str(source)
     if data is None:
         try:
             data = Path(source).read_bytes()
@@ -143,27 +204,17 @@ def parse_html_filing(source: str | Path, data: bytes | None = None, extract_ima
     dei = _dei_facts(root)
     if dei:
         meta["dei"] = dei
-
     _drop_hidden(root)
-    body = root.find("body")
-    walker = _Walker(extract_images)
-    walker.run(body if body is not None else root)
-    _fill_image_context(walker.elements)
-    if not walker.elements:
-        raise FilingParseError(source_name, "HTML contains no visible text")
+    return root, meta
 
-    n_pages = walker.page
-    page_texts = ["\n".join(walker.page_lines.get(p, [])) for p in range(1, n_pages + 1)]
-    logger.debug(
-        "parsed %s: %d pages, %d elements in %.2fs",
-        source_name,
-        n_pages,
-        len(walker.elements),
-        time.perf_counter() - started,
-    )
-    return ParsedFiling(
-        source_path=source_name, n_pages=n_pages, elements=walker.elements, page_texts=page_texts, meta=meta
-    )
+
+def page_break_sides(el: lxml.html.HtmlElement) -> tuple[bool, bool]:
+    """(break before, break after): the CSS page-break markers an element carries."""
+    style = el.get("style")
+    if not style or "break" not in style.lower():
+        return False, False
+    sides = {m.group(1).lower() for m in _PAGE_BREAK.finditer(style)}
+    return "before" in sides, "after" in sides
 
 
 def _decode(source: str, data: bytes) -> str:
@@ -318,29 +369,11 @@ class _Walker:
         self.extract_images = extract_images
         self.elements: list[Element] = []
         self.page_lines: dict[int, list[str]] = {}
-        self.page = 1
-        self._pending_break = False
-        self._page_has_text = False
+        self.pages = PageCounter()
         self._buffer: list[_Frag] = []
         self._br_pending = False
 
     # -- pages ---------------------------------------------------------------------------------------------------
-
-    def _current_page(self) -> int:
-        """The page new visible text lands on; a break only opens a page once text follows it (no blank pages)."""
-        if self._pending_break and self._page_has_text:
-            self.page += 1
-            self._page_has_text = False
-        self._pending_break = False
-        self._page_has_text = True
-        return self.page
-
-    def _breaks(self, el: lxml.html.HtmlElement) -> tuple[bool, bool]:
-        style = el.get("style")
-        if not style or "break" not in style.lower():
-            return False, False
-        sides = {m.group(1).lower() for m in _PAGE_BREAK.finditer(style)}
-        return "before" in sides, "after" in sides
 
     # -- main walk -----------------------------------------------------------------------------------------------
 
@@ -356,10 +389,10 @@ class _Walker:
             if event == "start":
                 style = _style_of(el, stack[-1])
                 stack.append(style)
-                before, _ = self._breaks(el)
+                before, _ = page_break_sides(el)
                 if before:
                     self._flush()
-                    self._pending_break = True
+                    self.pages.pending_break = True
                 if tag == "table":
                     self._flush()
                     self._table(el, style)
@@ -379,10 +412,10 @@ class _Walker:
             else:
                 if tag in _BLOCK_TAGS:
                     self._flush()
-                _, after = self._breaks(el)
+                _, after = page_break_sides(el)
                 if after:
                     self._flush()
-                    self._pending_break = True
+                    self.pages.pending_break = True
                 stack.pop()
                 if el.tail:
                     self._add(el.tail, stack[-1])
@@ -395,15 +428,15 @@ class _Walker:
         else:
             self._br_pending = True
             if self._buffer:
-                self._buffer.append(_Frag(" ", 0.0, False, False, self.page))
+                self._buffer.append(_Frag(" ", 0.0, False, False, self.pages.page))
 
     def _add(self, text: str, style: _Style) -> None:
         if text.isspace():
             if self._buffer:
-                self._buffer.append(_Frag(" ", 0.0, False, False, self.page))
+                self._buffer.append(_Frag(" ", 0.0, False, False, self.pages.page))
             return
         self._br_pending = False
-        self._buffer.append(_Frag(text, style[0], style[1], style[2], self._current_page()))
+        self._buffer.append(_Frag(text, style[0], style[1], style[2], self.pages.text_page()))
 
     def _flush(self) -> None:
         frags, self._buffer = self._buffer, []
@@ -457,7 +490,7 @@ class _Walker:
             return
         self._flush()
         alt = normalize_line(img.get("alt") or "")
-        if _NAME_ONLY_ALT.match(alt):
+        if is_name_only_alt(alt):
             alt = ""
         caption = ""
         for parent in img.iterancestors("figure"):
@@ -477,7 +510,7 @@ class _Walker:
                 caption = el.text if n_words <= 15 else ""
                 break
         image = ImageData("html", caption=caption, context=context, alt=alt)
-        self.elements.append(Element("image", image.embedding_text(), self.page, image=image))
+        self.elements.append(Element("image", image.embedding_text(), self.pages.page, image=image))
 
     # -- tables --------------------------------------------------------------------------------------------------
 
@@ -487,9 +520,9 @@ class _Walker:
         row_pages: list[int] = []
         for tr in table.xpath("./tr|./*/tr"):
             tr_style = _style_of(tr, style)
-            before, after = self._breaks(tr)
+            before, after = page_break_sides(tr)
             if before:
-                self._pending_break = True
+                self.pages.pending_break = True
             cells: list[_Cell] = []
             frags: list[_Frag] = []
             first_page = 0
@@ -500,11 +533,11 @@ class _Walker:
                 if cell_frags and not first_page:
                     first_page = cell_frags[0].page
                 frags.extend(cell_frags)
-                frags.append(_Frag(" ", 0.0, False, False, self.page))
+                frags.append(_Frag(" ", 0.0, False, False, self.pages.page))
                 text = normalize_line("".join(f.text for f in cell_frags))
                 cells.append(_Cell(text, _span(td.get("colspan")), _span(td.get("rowspan"))))
             if after:
-                self._pending_break = True
+                self.pages.pending_break = True
             raw.append(cells)
             row_frags.append(frags)
             row_pages.append(first_page)
@@ -512,7 +545,7 @@ class _Walker:
             return  # decoration-only table (rules, spacers)
 
         rows, kept = _grid(raw)
-        if _is_data_table(rows):
+        if is_data_table(rows):
             size = _dominant_style([f for frags in row_frags for f in frags])[0]
             self._emit_table(rows, [row_pages[i] for i in kept], size)
         else:
@@ -531,9 +564,9 @@ class _Walker:
                 return
             if text.isspace():
                 if frags:
-                    frags.append(_Frag(" ", 0.0, False, False, self.page))
+                    frags.append(_Frag(" ", 0.0, False, False, self.pages.page))
                 return
-            frags.append(_Frag(text, style[0], style[1], style[2], self._current_page()))
+            frags.append(_Frag(text, style[0], style[1], style[2], self.pages.text_page()))
 
         for event, el in lxml.etree.iterwalk(cell, events=("start", "end")):
             if not isinstance(el.tag, str):
@@ -555,13 +588,13 @@ class _Walker:
         return frags
 
     def _emit_table(self, rows: list[list[str]], pages_by_row: list[int], font_size: float) -> None:
-        title, units_hint = self._caption()
-        units = _find_units([title, units_hint, *(" ".join(r) for r in rows[:3])])
-        table = TableData(rows=rows, header_rows=_header_rows(rows), title=title, units=units)
+        title, units_hint = table_caption(self.elements)
+        units = find_units([title, units_hint, *(" ".join(r) for r in rows[:3])])
+        table = TableData(rows=rows, header_rows=header_rows(rows), title=title, units=units)
         rendered = [" | ".join(r) for r in rows]
         pages: list[int] = []
         for line, page in zip(rendered, pages_by_row, strict=True):
-            page = page or (pages[-1] if pages else self.page)
+            page = page or (pages[-1] if pages else self.pages.page)
             if page not in pages:
                 pages.append(page)
             self.page_lines.setdefault(page, []).append(line)
@@ -576,28 +609,29 @@ class _Walker:
             )
         )
 
-    def _caption(self) -> tuple[str, str]:
-        """Title and units line from the few text elements just above the table."""
-        units_line = ""
-        for el in reversed(self.elements[-4:]):
-            if el.kind != "text":
-                break
-            text = el.text
-            has_units = bool(_find_units([text]))
-            if has_units and not units_line:
-                units_line = text
-            if has_units and (text.startswith("(") or _UNITS_BARE.match(text)):
-                continue  # a pure units line sits between caption and table
-            if _FOOTER_LIKE.search(text):
-                continue  # page footer/header between a caption and a table continued on the next page
-            n_words = len(text.split())
-            if n_words > 20 or (text.endswith(".") and n_words > 12) or not any(c.isalpha() for c in text):
-                break
-            return text, units_line
-        return "", units_line
+
+def table_caption(elements: list[Element]) -> tuple[str, str]:
+    """(title, units line) of a table from the few text elements just above it (the last of ``elements``)."""
+    units_line = ""
+    for el in reversed(elements[-4:]):
+        if el.kind != "text":
+            break
+        text = el.text
+        has_units = bool(find_units([text]))
+        if has_units and not units_line:
+            units_line = text
+        if has_units and (text.startswith("(") or _UNITS_BARE.match(text)):
+            continue  # a pure units line sits between caption and table
+        if _FOOTER_LIKE.search(text):
+            continue  # page footer/header between a caption and a table continued on the next page
+        n_words = len(text.split())
+        if n_words > 20 or (text.endswith(".") and n_words > 12) or not any(c.isalpha() for c in text):
+            break
+        return text, units_line
+    return "", units_line
 
 
-def _fill_image_context(elements: list[Element]) -> None:
+def fill_image_context(elements: list[Element]) -> None:
     """An image with no paragraph before it takes the paragraph just after it as its context."""
     for k, el in enumerate(elements):
         if el.image is None or el.image.context:
@@ -606,6 +640,11 @@ def _fill_image_context(elements: list[Element]) -> None:
             if nxt.kind == "text" and len(nxt.text.split()) >= _PROSE_WORDS and not nxt.is_heading:
                 el.image.context = nxt.text
                 break
+
+
+def is_name_only_alt(alt: str) -> bool:
+    """Alt text that says nothing about the image: a file name or a number."""
+    return bool(_NAME_ONLY_ALT.match(alt))
 
 
 def _has_inline_gap(el: lxml.html.HtmlElement) -> bool:
@@ -776,7 +815,7 @@ def _is_numeric(cell: str) -> bool:
     return bool(_NUMERIC_CELL.match(cell)) and not _YEAR_CELL.match(cell)
 
 
-def _is_data_table(rows: list[list[str]]) -> bool:
+def is_data_table(rows: list[list[str]]) -> bool:
     """Data tables have 2+ rows and 2+ non-empty columns; checkbox grids on the cover are layout."""
     if len(rows) < 2:
         return False
@@ -788,13 +827,13 @@ def _is_data_table(rows: list[list[str]]) -> bool:
     return True  # 2+ rows and 2+ non-empty columns (empty columns were dropped)
 
 
-def _header_rows(rows: list[list[str]]) -> int:
+def header_rows(rows: list[list[str]]) -> int:
     """Leading rows without numeric data (years and dates allowed) that label the value columns."""
     n = 0
     for row in rows:
         if any(_is_numeric(c) for c in row if c):
             break
-        labels_columns = any(row[1:]) or not row[0] or _find_units([row[0]])
+        labels_columns = any(row[1:]) or not row[0] or find_units([row[0]])
         if not labels_columns:
             break  # a row-label-only line ("Current assets:") starts the body
         n += 1
@@ -803,7 +842,7 @@ def _header_rows(rows: list[list[str]]) -> int:
     return n
 
 
-def _find_units(texts: list[str]) -> str:
+def find_units(texts: list[str]) -> str:
     for text in texts:
         if not text:
             continue
