@@ -279,8 +279,11 @@ class QdrantEdgeDocumentStore:
     def optimize(self) -> bool:
         """Merge segments and build the HNSW index (blocking; minutes for ~50k points on 2 cores).
 
-        Not called automatically: filtered retrieval over payload indexes is fast without it, and HNSW only pays
-        off for unfiltered k-NN over large collections.
+        Not called by writes (each write would rebuild); ``indexing_runner.index_filings`` (``haystack-fin index``)
+        calls it once after a batch. Filtered retrieval over the payload indexes is fast without it; a k-NN over
+        the whole store (a question naming no company) reads every vector without the HNSW index it builds
+        (measured at 637,222 nodes: 176-385 ms and +940 MB resident per such query before, 43-95 ms and +14 MB
+        after).
 
         :returns: whether anything was optimized.
         """
