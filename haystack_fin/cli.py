@@ -496,8 +496,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-optimize",
         action="store_true",
-        help="skip optimizing the embedded store after the batch (build its vector index later, e.g. after the "
-        "last of several batches)",
+        help="skip optimizing the embedded store after this batch (for all but the last of several batches: the "
+        "next run without this flag optimizes everything written so far)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     p.set_defaults(func=cmd_index)
