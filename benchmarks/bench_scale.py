@@ -141,8 +141,7 @@ def shift_years(text: str, shift: int) -> str:
 
 def _rewrite_ids(value: Any, old_prefix: str, new_prefix: str) -> Any:
     # Every node id (and table id) starts with "<filing_id>#" (core/schema.py id builders), so swapping that prefix
-    # is what the builders would produce for the new filing id. Nested too: the graph edges stored in chunk meta
-    # (``graph_edges``: [{"source": chunk id, "target": chunk id, ...}]) name chunks.
+    # is what the builders would produce for the new filing id. Nested too (lists, dicts).
     if isinstance(value, str):
         return new_prefix + value[len(old_prefix) :] if value.startswith(old_prefix) else value
     if isinstance(value, list):
@@ -168,6 +167,9 @@ def clone_filing(nodes: Sequence[Document], spec: CloneSpec) -> list[Document]:
             raise ValueError(f"node {node.id} is not of filing {old_fid}")
         old_head = " ".join(str(meta.get(k) or "") for k in (schema.COMPANY, schema.FORM, schema.PERIOD)).strip()
         meta = {key: _rewrite_ids(value, old_prefix, new_prefix) for key, value in meta.items()}
+        if isinstance(meta.get(schema.GRAPH_EDGES), str):  # stored graph edges (JSON) name chunks by id
+            edges = _rewrite_ids(json.loads(meta[schema.GRAPH_EDGES]), old_prefix, new_prefix)
+            meta[schema.GRAPH_EDGES] = json.dumps(edges, ensure_ascii=False)
         meta[schema.FILING_ID] = spec.filing_id
         meta[schema.COMPANY] = spec.company
         meta[schema.TICKER] = spec.ticker

@@ -5,8 +5,11 @@ period, segment, geography or company scoped to one Item, id ``schema.entity_nod
 ``edges.Edge`` under the attribute ``edge``; see ``edges`` for the tiers.
 
 Storage: ``chunk_graph_meta`` gives each chunk's entities (``Entity.to_row``) and outgoing chunk-to-chunk edges as
-JSON-safe meta (``schema.GRAPH_ENTITIES``, ``GRAPH_EDGES``, with ``GRAPH_VERSION`` and the lexicon's fingerprint
-``GRAPH_LEXICON``), which ``FilingSplitter(graph_meta=True)`` stores at indexing. ``build_filing_graph`` uses stored
+meta (``schema.GRAPH_ENTITIES``, ``GRAPH_EDGES``: each one JSON string, with ``GRAPH_VERSION`` and the lexicon's
+fingerprint ``GRAPH_LEXICON``), which ``FilingSplitter(graph_meta=True)`` stores at indexing. Strings, not nested
+lists: every Haystack store keeps a string field (several keep only flat meta), and a store hands one string back
+far faster than thousands of nested values (a filing's chunks are read whole on its first query; the JSON is parsed
+only when its graph is built). ``build_filing_graph`` uses stored
 entities and edges when every chunk carries them in the current version and for the reader's lexicon, and computes
 them from text and meta otherwise (per chunk for entities; edges only when all are stored), so an index written
 without them, or by another version or lexicon, works too. Facts are recomputed from ``meta["table"]`` either way.
@@ -44,7 +47,8 @@ from haystack_fin.core.graph.facts import Fact, table_facts
 from haystack_fin.core.lexicon import Lexicon
 
 # Bumped whenever extraction or edge rules (or the stored form) change: chunk meta written by another version is
-# recomputed. 2: entities stored as rows (``Entity.to_row``) with the lexicon fingerprint.
+# recomputed. 2: entities stored as rows (``Entity.to_row``), entities and edges as JSON strings, with the lexicon
+# fingerprint.
 GRAPH_VERSION = 2
 
 CHUNK = "chunk"
@@ -140,13 +144,13 @@ def _stored(meta: Mapping[str, Any], lexicon: Lexicon) -> bool:
     return (
         meta.get(schema.GRAPH_VERSION) == GRAPH_VERSION
         and meta.get(schema.GRAPH_LEXICON) == lexicon.fingerprint
-        and isinstance(meta.get(schema.GRAPH_ENTITIES), list)
+        and isinstance(meta.get(schema.GRAPH_ENTITIES), str)
     )
 
 
-def _stored_entities(rows: list[Any], lexicon: Lexicon) -> list[Entity]:
+def _stored_entities(text: str, lexicon: Lexicon) -> list[Entity]:
     out = []
-    for row in rows:
+    for row in json.loads(text):
         category = lexicon.cluster(str(row[1])).category if row[0] == METRIC and row[1] in lexicon else ""
         out.append(Entity.from_row(row, category))
     return out
@@ -176,10 +180,10 @@ def _prepare(
             all_stored = False
             info.entities = extract_entities(info.content, meta, lexicon).entities
         info.facts = table_facts(info.id, meta, lexicon, FiscalCalendar.from_meta(meta))
-    if not all_stored or not all(isinstance((d.get("meta") or {}).get(schema.GRAPH_EDGES), list) for d in rows):
+    if not all_stored or not all(isinstance((d.get("meta") or {}).get(schema.GRAPH_EDGES), str) for d in rows):
         return infos, None
     stored = {
-        info.id: [Edge.from_dict(e) for e in doc["meta"][schema.GRAPH_EDGES]]
+        info.id: [Edge.from_dict(e) for e in json.loads(doc["meta"][schema.GRAPH_EDGES])]
         for doc, info in zip(rows, infos, strict=True)
     }
     return infos, stored
@@ -192,7 +196,8 @@ def _chunk_to_chunk(infos: list[ChunkInfo]) -> list[Edge]:
 
 def chunk_graph_meta(docs: Iterable[Mapping[str, Any]], lexicon: Lexicon) -> dict[str, dict[str, Any]]:
     """Per chunk id of one filing's chunks, the meta to store: ``{GRAPH_VERSION, GRAPH_LEXICON: the lexicon's
-    fingerprint, GRAPH_ENTITIES: [Entity.to_row ...], GRAPH_EDGES: [outgoing chunk-to-chunk edges]}`` (JSON-safe).
+    fingerprint, GRAPH_ENTITIES: JSON of [Entity.to_row ...], GRAPH_EDGES: JSON of [outgoing chunk-to-chunk edges
+    (Edge.to_dict)]}``.
     Entities are always extracted afresh (meta the chunks already carry is ignored). Facts and cell edges are not
     stored: they are recomputed from ``meta["table"]``."""
     infos, _ = _prepare([{**d, "meta": without_graph_meta(d.get("meta") or {})} for d in docs], lexicon)
@@ -203,8 +208,8 @@ def chunk_graph_meta(docs: Iterable[Mapping[str, Any]], lexicon: Lexicon) -> dic
         info.id: {
             schema.GRAPH_VERSION: GRAPH_VERSION,
             schema.GRAPH_LEXICON: lexicon.fingerprint,
-            schema.GRAPH_ENTITIES: [e.to_row() for e in info.entities],
-            schema.GRAPH_EDGES: outgoing[info.id],
+            schema.GRAPH_ENTITIES: json.dumps([e.to_row() for e in info.entities], ensure_ascii=False),
+            schema.GRAPH_EDGES: json.dumps(outgoing[info.id], ensure_ascii=False),
         }
         for info in infos
     }
