@@ -141,18 +141,21 @@ def shift_years(text: str, shift: int) -> str:
 
 def _rewrite_ids(value: Any, old_prefix: str, new_prefix: str) -> Any:
     # Every node id (and table id) starts with "<filing_id>#" (core/schema.py id builders), so swapping that prefix
-    # is what the builders would produce for the new filing id.
-    if isinstance(value, str) and value.startswith(old_prefix):
-        return new_prefix + value[len(old_prefix) :]
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+    # is what the builders would produce for the new filing id. Nested too (lists, dicts).
+    if isinstance(value, str):
+        return new_prefix + value[len(old_prefix) :] if value.startswith(old_prefix) else value
+    if isinstance(value, list):
         return [_rewrite_ids(v, old_prefix, new_prefix) for v in value]
+    if isinstance(value, dict):
+        return {k: _rewrite_ids(v, old_prefix, new_prefix) for k, v in value.items()}
     return value
 
 
 def clone_filing(nodes: Sequence[Document], spec: CloneSpec) -> list[Document]:
-    """All nodes of one filing as a distractor filing ``spec``: ids and id-valued meta rebuilt, company, ticker,
-    period, fiscal year, period end, source path and context rewritten, the filing node's heading line too; vectors
-    and all other content copied as they are."""
+    """All nodes of one filing as a distractor filing ``spec``: ids and id-valued meta rebuilt (the stored graph
+    edges' chunk ids too), company, ticker, period, fiscal year, period end, source path and context rewritten, the
+    filing node's heading line too; vectors and all other content copied as they are (stored graph entities too:
+    they were read from the copied text)."""
     if not nodes:
         return []
     old_fid = str(nodes[0].meta[schema.FILING_ID])
@@ -164,6 +167,9 @@ def clone_filing(nodes: Sequence[Document], spec: CloneSpec) -> list[Document]:
             raise ValueError(f"node {node.id} is not of filing {old_fid}")
         old_head = " ".join(str(meta.get(k) or "") for k in (schema.COMPANY, schema.FORM, schema.PERIOD)).strip()
         meta = {key: _rewrite_ids(value, old_prefix, new_prefix) for key, value in meta.items()}
+        if isinstance(meta.get(schema.GRAPH_EDGES), str):  # stored graph edges (JSON) name chunks by id
+            edges = _rewrite_ids(json.loads(meta[schema.GRAPH_EDGES]), old_prefix, new_prefix)
+            meta[schema.GRAPH_EDGES] = json.dumps(edges, ensure_ascii=False)
         meta[schema.FILING_ID] = spec.filing_id
         meta[schema.COMPANY] = spec.company
         meta[schema.TICKER] = spec.ticker

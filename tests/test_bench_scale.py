@@ -1,5 +1,7 @@
 """benchmarks/bench_scale.py: cloning a filing into a look-alike distractor (no model, no store)."""
 
+import json
+
 from haystack import Document
 from helpers.benchmark_modules import load_benchmark
 
@@ -40,6 +42,11 @@ def _filing() -> list[Document]:
                 schema.TREE_PARENT_IDS: [summary],
                 schema.CONTEXT: f"{HEAD} | Item 8",
                 schema.PAGE_NUMBERS: [75],
+                # Stored graph meta (FilingSplitter graph_meta, JSON strings): entity rows, edges naming chunk ids.
+                schema.GRAPH_ENTITIES: json.dumps([["metric", "revenue", "Revenue", 0], ["period", "FY2019", "", 11]]),
+                schema.GRAPH_EDGES: json.dumps(
+                    [dict(source=chunk_a, target=chunk_b, type="table", kind="caption", confidence=0.85)]
+                ),
             },
             embedding=[0.2, 0.3, 0.4, 0.5],
         ),
@@ -90,6 +97,13 @@ def test_clone_rewrites_ids_and_meta_and_keeps_vectors():
     assert chunk.meta[schema.CONTEXT].startswith(f"{spec.company} 10-K FY{2019 + spec.year_shift} | ")
     assert clones[0].content.startswith(f"{spec.company} 10-K FY{2019 + spec.year_shift}\n")
     assert clones[3].meta[schema.LEAF_IDS] == [clones[1].id, clones[2].id]
+    # The stored graph edges name the clone's chunks; the entities (read from the copied text) are copied.
+    (edge,), (source_edge,) = json.loads(chunk.meta[schema.GRAPH_EDGES]), json.loads(nodes[1].meta[schema.GRAPH_EDGES])
+    assert (edge["source"], edge["target"]) == (clones[1].id, clones[2].id)
+    assert {k: v for k, v in edge.items() if k not in ("source", "target")} == {
+        k: v for k, v in source_edge.items() if k not in ("source", "target")
+    }
+    assert chunk.meta[schema.GRAPH_ENTITIES] == nodes[1].meta[schema.GRAPH_ENTITIES]
     assert nodes[1].meta[schema.FILING_ID] == FID  # the source is not changed
 
 

@@ -250,8 +250,8 @@ class GraphExpander(SharedStoreClient):
         :param analysis: ``QueryAnalyzer``'s analysis of ``query`` (its lexicon clusters and periods are used).
         :param query_embedding: the question's vector, for the similarity part of the score.
         :returns: ``documents``: the incoming documents, then the added ones; ``trace``: per filing the question's
-            keys as matched (exact/normalized), anchors, chunks reached, required and added ids, build and total
-            seconds.
+            keys as matched (exact/normalized), anchors, chunks reached, required and added ids, the graph's build
+            seconds and whether it was built from stored graph meta (``from_meta``), and the total seconds.
         """
         if query is None:
             if analysis is None or not analysis.get("question"):
@@ -346,5 +346,12 @@ class GraphExpander(SharedStoreClient):
                 )
                 present.add(exp.chunk_id)
                 added_total += 1
-            traces.append({"filing_id": fid, "build_seconds": round(entry.graph.seconds, 4), **trace})
+            traces.append(
+                {
+                    "filing_id": fid,
+                    "build_seconds": round(entry.graph.seconds, 4),
+                    "from_meta": entry.graph.from_meta,
+                    **trace,
+                }
+            )
         return {"documents": out_docs, "trace": {"filings": traces, "seconds": round(time.perf_counter() - start, 4)}}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import hashlib
 import json
 import logging
 import re
@@ -27,7 +28,7 @@ import unicodedata
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from itertools import chain
 from pathlib import Path
@@ -477,6 +478,13 @@ class Lexicon:
     @property
     def clusters(self) -> tuple[TermCluster, ...]:
         return tuple(self._clusters)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """16 hex digits naming this lexicon's content (clusters, terms, categories, not-typos): what was derived
+        with one lexicon (entities stored in chunk meta) is recognised as such by a reader with another."""
+        text = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     @property
     def term_index(self) -> Mapping[str, int]:

@@ -70,11 +70,15 @@ OCR = "ocr"
 OCR_CONFIDENCE = "ocr_confidence"
 OCR_SUSPECT_NUMBERS = "ocr_suspect_numbers"
 OCR_SUSPECT_CELLS = "ocr_suspect_cells"
-# The filing graph (core/graph/, issue 11): a chunk's entities and outgoing edges as JSON (``graph.build``), the
-# extractor version that wrote them (stale versions are recomputed), and the query-time path that pulled a passage in.
+# The filing graph (core/graph/, issue 11): a chunk's entities (compact rows) and outgoing edges, each a JSON string,
+# written at indexing (``graph.build.chunk_graph_meta``, FilingSplitter's ``graph_meta``), the extractor version and
+# the lexicon fingerprint they were derived with (another version or lexicon is recomputed), and the query-time path
+# that pulled a passage in.
 GRAPH_ENTITIES = "graph_entities"
 GRAPH_EDGES = "graph_edges"
 GRAPH_VERSION = "graph_version"
+GRAPH_LEXICON = "graph_lexicon"
+GRAPH_META_FIELDS = (GRAPH_VERSION, GRAPH_LEXICON, GRAPH_ENTITIES, GRAPH_EDGES)
 GRAPH = "graph"  # GraphExpander: {"score", "hops", "path": [edges], "anchors", "reason"}
 # Image chunks (charts and images, core/ingest/figures.py): the figure's box on its page [x0, y0, x1, y1] in PDF
 # points (PDF only), and {"kind": "raster"|"chart"|"html", "chart", "caption", "context", "labels", "alt",

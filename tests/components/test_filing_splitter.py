@@ -10,10 +10,14 @@ from haystack_fin.core.ingest.structure import ChunkRecord, FilingStructure, Ite
 
 
 @pytest.fixture(scope="module")
-def bestbuy_split():
+def bestbuy_filing():
     fixture = Path(__file__).parents[1] / "fixtures" / "bestbuy-10q-2023-07-29.pdf"
-    filing = FilingConverter().run(sources=[fixture])["documents"]
-    return FilingSplitter().run(documents=filing)
+    return FilingConverter().run(sources=[fixture])["documents"]
+
+
+@pytest.fixture(scope="module")
+def bestbuy_split(bestbuy_filing):
+    return FilingSplitter().run(documents=bestbuy_filing)
 
 
 class TestFilingSplitter:
@@ -24,10 +28,13 @@ class TestFilingSplitter:
             FilingSplitter(max_table_rows=0)
 
     def test_to_dict_from_dict(self):
-        splitter = FilingSplitter(chunk_tokens=150, overlap_tokens=10, max_table_rows=12, include_images=False)
+        splitter = FilingSplitter(
+            chunk_tokens=150, overlap_tokens=10, max_table_rows=12, include_images=False, graph_meta=False
+        )
         restored = FilingSplitter.from_dict(splitter.to_dict())
         assert (restored.chunk_tokens, restored.overlap_tokens, restored.max_table_rows) == (150, 10, 12)
-        assert restored.include_images is False
+        assert restored.include_images is False and restored.graph_meta is False
+        assert FilingSplitter.from_dict(FilingSplitter().to_dict()).graph_meta is True
 
     def test_every_chunk_has_full_provenance(self, bestbuy_split):
         chunks = bestbuy_split["documents"]
@@ -159,3 +166,39 @@ def test_lexicon_path_is_the_lexicon_counted_and_tagged_with(tmp_path):
     assert {cluster for per_item in counts.values() for cluster in per_item} == {"stock"}
     # No statement clusters in this lexicon, so no block is tagged as a statement.
     assert not any(d.meta.get(schema.STATEMENT) for d in out["documents"])
+
+
+def test_graph_meta_is_stored_and_changes_nothing_else(bestbuy_filing, bestbuy_split):
+    """graph_meta (default): every chunk carries its graph entities and edges, which rebuild the graph extraction
+    builds; without it the chunks are the same but for those fields and the run id, and what is embedded and
+    searched (content, the embedder's text) is the same either way."""
+    from haystack_fin.components.document_embedder import FinDocumentEmbedder
+    from haystack_fin.core.graph.build import build_filing_graph, graph_signature
+    from haystack_fin.core.lexicon import Lexicon
+
+    on, node_on = bestbuy_split["documents"], bestbuy_split["filing_nodes"][0]
+    off_out = FilingSplitter(graph_meta=False).run(documents=bestbuy_filing)
+    off, node_off = off_out["documents"], off_out["filing_nodes"][0]
+    assert all(set(schema.GRAPH_META_FIELDS) <= d.meta.keys() for d in on)
+    assert not any(set(schema.GRAPH_META_FIELDS) & d.meta.keys() for d in off)
+    assert not set(schema.GRAPH_META_FIELDS) & node_on.meta.keys()
+    assert sum(len(d.meta[schema.GRAPH_EDGES]) for d in on) > 0
+    # The stored entities and edges are part of what was written: another run id (caches reload, the writer
+    # deletes the other run's nodes), the filing node's included.
+    assert node_on.meta[schema.INDEX_RUN] != node_off.meta[schema.INDEX_RUN]
+    assert {d.meta[schema.INDEX_RUN] for d in on} == {node_on.meta[schema.INDEX_RUN]}
+    embedder = FinDocumentEmbedder(meta_fields_to_embed=["table_summary", "context"])
+    assert [d.id for d in on] == [d.id for d in off]
+    for a, b in zip(on, off, strict=True):
+        assert a.content == b.content
+        assert embedder._text_to_embed(a) == embedder._text_to_embed(b)
+        rest = {k: v for k, v in a.meta.items() if k not in schema.GRAPH_META_FIELDS and k != schema.INDEX_RUN}
+        assert rest == {k: v for k, v in b.meta.items() if k != schema.INDEX_RUN}
+    lexicon = Lexicon.load_default()
+
+    def dicts(docs):
+        return [{"id": d.id, "content": d.content, "meta": d.meta} for d in docs]
+
+    stored, extracted = build_filing_graph(dicts(on), lexicon), build_filing_graph(dicts(off), lexicon)
+    assert stored.from_meta and not extracted.from_meta
+    assert graph_signature(stored) == graph_signature(extracted)

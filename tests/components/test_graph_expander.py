@@ -107,3 +107,28 @@ def test_question_comes_from_the_analysis_when_no_query_is_given() -> None:
     assert len(by_query["documents"]) > 1
     with pytest.raises(ValueError, match="needs the question"):
         GraphExpander(document_store=store).run(documents=hit)
+
+
+def test_graph_from_stored_meta_or_from_text_expands_the_same() -> None:
+    """A store written with the splitter's graph meta gives the graph from the meta; one written without it (an
+    older index) gives it from the chunk text. Same graph, same passages added with the same paths."""
+    from haystack_fin.core.graph.build import chunk_graph_meta, graph_signature
+    from haystack_fin.core.lexicon import Lexicon
+
+    plain = _filing()
+    stored = chunk_graph_meta(plain, Lexicon.load_default())
+    with_meta = [{**d, "meta": {**d["meta"], **stored[d["id"]]}} for d in plain]
+    question = "Why did the effective tax rate decrease in 2015?"
+    results = {}
+    for name, docs in (("meta", with_meta), ("text", plain)):
+        store = _store(docs)
+        expander = GraphExpander(document_store=store, max_added=5)
+        hit = store.filter_documents({"field": "meta.chunk_index", "operator": "==", "value": 2})
+        out = expander.run(query=question, documents=hit)
+        graph = expander._cached_graph(FID)
+        assert graph is not None and graph.from_meta == (name == "meta")
+        added = [(d.id, d.meta["graph"]["path"], d.meta["graph"]["score"]) for d in out["documents"][1:]]
+        results[name] = (graph_signature(graph), added)
+        expander.clear_cache()
+    assert results["meta"] == results["text"]
+    assert results["meta"][1]

@@ -7,10 +7,16 @@ import json
 import pytest
 
 from haystack_fin.core import schema
-from haystack_fin.core.graph.build import GRAPH_VERSION, build_filing_graph, chunk_graph_meta
+from haystack_fin.core.graph.build import (
+    GRAPH_VERSION,
+    build_filing_graph,
+    chunk_graph_meta,
+    graph_signature,
+    without_graph_meta,
+)
 from haystack_fin.core.graph.edges import CONFIDENCE, EXPLICIT, INFERRED, MIN_CONFIDENCE, TABLE
 from haystack_fin.core.graph.facts import UNIT_PER_SHARE, UNIT_PERCENT, table_facts
-from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.lexicon import Lexicon, TermCluster
 
 FID = "NETFLIX_2015_10K"
 MDNA = "Item 7. Management's Discussion and Analysis of Financial Condition and Results of Operations"
@@ -187,24 +193,52 @@ def test_fact_lookup_and_counts(lexicon: Lexicon) -> None:
     assert fg.statements == {"income_statement": [schema.chunk_id(FID, 3)]}
 
 
+def _with_stored_meta(docs: list[dict], lexicon: Lexicon) -> list[dict]:
+    # JSON-safe: survives a dump/load (what any Haystack store does with meta).
+    stored = json.loads(json.dumps(chunk_graph_meta(docs, lexicon)))
+    return [{**d, "meta": {**d["meta"], **stored[d["id"]]}} for d in docs]
+
+
 def test_stored_meta_round_trip(lexicon: Lexicon) -> None:
     docs = _filing()
     stored = chunk_graph_meta(docs, lexicon)
     assert set(stored) == {d["id"] for d in docs}
-    # JSON-safe: survives a dump/load (what any Haystack store does with meta).
-    stored = json.loads(json.dumps(stored))
-    with_meta = [{**d, "meta": {**d["meta"], **stored[d["id"]]}} for d in docs]
     assert all(m[schema.GRAPH_VERSION] == GRAPH_VERSION for m in stored.values())
+    assert all(m[schema.GRAPH_LEXICON] == lexicon.fingerprint for m in stored.values())
+    with_meta = _with_stored_meta(docs, lexicon)
     fresh = build_filing_graph(docs, lexicon)
     reused = build_filing_graph(with_meta, lexicon)
     assert reused.from_meta and not fresh.from_meta
-
-    def key(fg):
-        return sorted(
-            (e.source, e.target, e.type, e.kind) for _, _, d in fg.graph.edges(data=True) for e in [d["edge"]]
-        )
-
-    assert key(reused) == key(fresh)
+    assert graph_signature(reused) == graph_signature(fresh)
+    # The entities read back are the extracted ones, field for field (a metric's category from the lexicon).
+    assert {c: reused.chunks[c].entities for c in reused.chunks} == {c: fresh.chunks[c].entities for c in fresh.chunks}
+    # Storing again from chunks that already carry graph meta gives the same meta (it is extracted afresh).
+    assert chunk_graph_meta(with_meta, lexicon) == stored
     # A stale version is recomputed, not trusted.
     stale = [{**d, "meta": {**d["meta"], schema.GRAPH_VERSION: GRAPH_VERSION - 1}} for d in with_meta]
     assert not build_filing_graph(stale, lexicon).from_meta
+    # So is meta without_graph_meta, as an index written without the step has it.
+    assert not build_filing_graph([{**d, "meta": without_graph_meta(d["meta"])} for d in with_meta], lexicon).from_meta
+
+
+def test_stored_meta_of_another_lexicon_is_recomputed(lexicon: Lexicon) -> None:
+    """Entities name lexicon clusters: a reader with another lexicon (the expander's ``lexicon_path``) extracts
+    them itself instead of trusting the indexing lexicon's."""
+    other = Lexicon([TermCluster("tax", "Taxes", "income_statement", ("provision for income taxes",))])
+    assert other.fingerprint != lexicon.fingerprint
+    with_meta = _with_stored_meta(_filing(), lexicon)
+    fg = build_filing_graph(with_meta, other)
+    assert not fg.from_meta
+    assert graph_signature(fg) == graph_signature(build_filing_graph(_filing(), other))
+    metrics = {e.key for c in fg.chunks.values() for e in c.entities if e.kind == "metric"}
+    assert metrics == {"tax"}
+
+
+def test_partly_stored_meta_falls_back_per_chunk(lexicon: Lexicon) -> None:
+    """A filing whose chunks only partly carry graph meta (a store written half before, half after): entities from
+    meta where stored, extracted elsewhere; edges recomputed. Same graph either way."""
+    with_meta = _with_stored_meta(_filing(), lexicon)
+    with_meta[1] = {**with_meta[1], "meta": without_graph_meta(with_meta[1]["meta"])}
+    fg = build_filing_graph(with_meta, lexicon)
+    assert not fg.from_meta
+    assert graph_signature(fg) == graph_signature(build_filing_graph(_filing(), lexicon))

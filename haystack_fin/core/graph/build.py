@@ -4,12 +4,18 @@ Nodes: ``chunk`` (every chunk), ``fact`` (every numeric table cell, ``facts.Fact
 period, segment, geography or company scoped to one Item, id ``schema.entity_node_id``). Edges carry an
 ``edges.Edge`` under the attribute ``edge``; see ``edges`` for the tiers.
 
-Storage: ``chunk_graph_meta`` gives each chunk's entities and outgoing chunk-to-chunk edges as JSON-safe meta
-(``schema.GRAPH_ENTITIES``, ``GRAPH_EDGES``, ``GRAPH_VERSION``), for an indexing step to store. ``build_filing_graph``
-uses stored entities and edges when every chunk carries them in the current version and computes them from text and
-meta otherwise, so an index written without them works too.
+Storage: ``chunk_graph_meta`` gives each chunk's entities (``Entity.to_row``) and outgoing chunk-to-chunk edges as
+meta (``schema.GRAPH_ENTITIES``, ``GRAPH_EDGES``: each one JSON string, with ``GRAPH_VERSION`` and the lexicon's
+fingerprint ``GRAPH_LEXICON``), which ``FilingSplitter(graph_meta=True)`` stores at indexing. Strings, not nested
+lists: every Haystack store keeps a string field (several keep only flat meta), and a store hands one string back
+far faster than thousands of nested values (a filing's chunks are read whole on its first query; the JSON is parsed
+only when its graph is built). ``build_filing_graph`` uses stored
+entities and edges when every chunk carries them in the current version and for the reader's lexicon, and computes
+them from text and meta otherwise (per chunk for entities; edges only when all are stored), so an index written
+without them, or by another version or lexicon, works too. Facts are recomputed from ``meta["table"]`` either way.
 """
 
+import json
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -29,6 +35,7 @@ from haystack_fin.core.graph.edges import (
 )
 from haystack_fin.core.graph.entities import (
     AMOUNT,
+    METRIC,
     PER_SHARE,
     PERCENT,
     REFERENCE,
@@ -39,8 +46,10 @@ from haystack_fin.core.graph.entities import (
 from haystack_fin.core.graph.facts import Fact, table_facts
 from haystack_fin.core.lexicon import Lexicon
 
-# Bumped whenever extraction or edge rules change: chunk meta written by another version is recomputed.
-GRAPH_VERSION = 1
+# Bumped whenever extraction or edge rules (or the stored form) change: chunk meta written by another version is
+# recomputed. 2: entities stored as rows (``Entity.to_row``), entities and edges as JSON strings, with the lexicon
+# fingerprint.
+GRAPH_VERSION = 2
 
 CHUNK = "chunk"
 FACT = "fact"
@@ -131,15 +140,32 @@ class FilingGraph:
         }
 
 
-def _stored(meta: Mapping[str, Any]) -> bool:
-    return meta.get(schema.GRAPH_VERSION) == GRAPH_VERSION and isinstance(meta.get(schema.GRAPH_ENTITIES), list)
+def _stored(meta: Mapping[str, Any], lexicon: Lexicon) -> bool:
+    return (
+        meta.get(schema.GRAPH_VERSION) == GRAPH_VERSION
+        and meta.get(schema.GRAPH_LEXICON) == lexicon.fingerprint
+        and isinstance(meta.get(schema.GRAPH_ENTITIES), str)
+    )
+
+
+def _stored_entities(text: str, lexicon: Lexicon) -> list[Entity]:
+    out = []
+    for row in json.loads(text):
+        category = lexicon.cluster(str(row[1])).category if row[0] == METRIC and row[1] in lexicon else ""
+        out.append(Entity.from_row(row, category))
+    return out
+
+
+def without_graph_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """``meta`` without the stored graph fields (what a chunk of an index written without them carries)."""
+    return {k: v for k, v in meta.items() if k not in schema.GRAPH_META_FIELDS}
 
 
 def _prepare(
     docs: Iterable[Mapping[str, Any]], lexicon: Lexicon
 ) -> tuple[list[ChunkInfo], dict[str, list[Edge]] | None]:
     """Chunk infos in filing order with entities and facts, and the stored outgoing edges per chunk when every
-    chunk came with graph meta of the current version (None otherwise)."""
+    chunk came with graph meta of the current version and lexicon (None otherwise)."""
     rows = [d for d in docs if str((d.get("meta") or {}).get(schema.NODE_TYPE) or schema.NodeType.CHUNK) == "chunk"]
     infos = [chunk_info(d, i) for i, d in enumerate(rows)]
     order = sorted(range(len(rows)), key=lambda i: (infos[i].index, infos[i].id))
@@ -148,16 +174,16 @@ def _prepare(
     all_stored = bool(rows)
     for doc, info in zip(rows, infos, strict=True):
         meta = doc.get("meta") or {}
-        if _stored(meta):
-            info.entities = [Entity.from_dict(e) for e in meta[schema.GRAPH_ENTITIES]]
+        if _stored(meta, lexicon):
+            info.entities = _stored_entities(meta[schema.GRAPH_ENTITIES], lexicon)
         else:
             all_stored = False
             info.entities = extract_entities(info.content, meta, lexicon).entities
         info.facts = table_facts(info.id, meta, lexicon, FiscalCalendar.from_meta(meta))
-    if not all_stored or not all(isinstance((d.get("meta") or {}).get(schema.GRAPH_EDGES), list) for d in rows):
+    if not all_stored or not all(isinstance((d.get("meta") or {}).get(schema.GRAPH_EDGES), str) for d in rows):
         return infos, None
     stored = {
-        info.id: [Edge.from_dict(e) for e in doc["meta"][schema.GRAPH_EDGES]]
+        info.id: [Edge.from_dict(e) for e in json.loads(doc["meta"][schema.GRAPH_EDGES])]
         for doc, info in zip(rows, infos, strict=True)
     }
     return infos, stored
@@ -169,21 +195,21 @@ def _chunk_to_chunk(infos: list[ChunkInfo]) -> list[Edge]:
 
 
 def chunk_graph_meta(docs: Iterable[Mapping[str, Any]], lexicon: Lexicon) -> dict[str, dict[str, Any]]:
-    """Per chunk id, the meta to store: ``{GRAPH_VERSION, GRAPH_ENTITIES: [...], GRAPH_EDGES: [outgoing
-    chunk-to-chunk edges]}`` (JSON-safe). Facts and cell edges are not stored: they are recomputed from
-    ``meta["table"]`` in microseconds."""
-    infos, _ = _prepare(
-        [{**d, "meta": {k: v for k, v in (d.get("meta") or {}).items() if k != schema.GRAPH_VERSION}} for d in docs],
-        lexicon,
-    )
+    """Per chunk id of one filing's chunks, the meta to store: ``{GRAPH_VERSION, GRAPH_LEXICON: the lexicon's
+    fingerprint, GRAPH_ENTITIES: JSON of [Entity.to_row ...], GRAPH_EDGES: JSON of [outgoing chunk-to-chunk edges
+    (Edge.to_dict)]}``.
+    Entities are always extracted afresh (meta the chunks already carry is ignored). Facts and cell edges are not
+    stored: they are recomputed from ``meta["table"]``."""
+    infos, _ = _prepare([{**d, "meta": without_graph_meta(d.get("meta") or {})} for d in docs], lexicon)
     outgoing: dict[str, list[dict[str, Any]]] = {i.id: [] for i in infos}
     for edge in _chunk_to_chunk(infos):
         outgoing[edge.source].append(edge.to_dict())
     return {
         info.id: {
             schema.GRAPH_VERSION: GRAPH_VERSION,
-            schema.GRAPH_ENTITIES: [e.to_dict() for e in info.entities],
-            schema.GRAPH_EDGES: outgoing[info.id],
+            schema.GRAPH_LEXICON: lexicon.fingerprint,
+            schema.GRAPH_ENTITIES: json.dumps([e.to_row() for e in info.entities], ensure_ascii=False),
+            schema.GRAPH_EDGES: json.dumps(outgoing[info.id], ensure_ascii=False),
         }
         for info in infos
     }
@@ -246,6 +272,18 @@ def build_filing_graph(
             add(edge)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def graph_signature(fg: FilingGraph) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, str, float, str]]]:
+    """The graph as sorted plain tuples: every node with its attributes, every edge with its type, kind, confidence
+    and evidence. Equal signatures are the same graph (how stored meta is checked against extraction)."""
+    nodes = sorted((str(n), repr(sorted(data.items()))) for n, data in fg.graph.nodes(data=True))
+    edges = sorted(
+        (str(u), str(v), e.type, e.kind, e.confidence, json.dumps(dict(e.evidence), sort_keys=True, default=str))
+        for u, v, data in fg.graph.edges(data=True)
+        for e in [data["edge"]]
+    )
+    return nodes, edges
 
 
 def value_entities(chunk: ChunkInfo) -> list[Entity]:
