@@ -215,3 +215,17 @@ def test_drop_components_keeps_unrelated_connections():
 def test_pipelines_dir_is_the_repository_folder_outside_a_wheel():
     here = Path(__file__).resolve().parents[1]
     assert pipelines_dir().resolve() in {here / "pipelines", here / "haystack_fin" / "pipelines"}
+
+
+def test_the_query_yamls_one_lexicon_reaches_every_component_that_reads_chunks_with_it(tmp_path):
+    text = (pipelines_dir() / "query.yaml").read_text()
+    assert text.count("&lexicon null") == 1
+    custom = tmp_path / "query.yaml"
+    custom.write_text(text.replace("&lexicon null", "&lexicon /lexicons/mine.json"))
+    data = pipeline_dict(str(custom))
+    paths = {
+        name: c["init_parameters"]["lexicon_path"]
+        for name, c in data["components"].items()
+        if "lexicon_path" in (c.get("init_parameters") or {})
+    }
+    assert paths == {name: "/lexicons/mine.json" for name in ("analyzer", "graph", "fallback")}
