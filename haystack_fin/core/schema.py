@@ -112,6 +112,8 @@ CONTEXT = "context"
 # A table block's summary for its embedding (FinDocumentEmbedder meta_fields_to_embed=["table_summary"]): title,
 # units, column headers and every row label, no numbers (core/ingest/table_blocks.table_summary).
 TABLE_SUMMARY = "table_summary"
+# A chat model's summary of a table or image chunk (ChunkSummarizer, optional), embedded with it when configured.
+LLM_SUMMARY = "llm_summary"
 
 # Query-time meta added to returned Documents (explainability).
 BUDGET_K = "budget_k"  # the FLAM budget k_i of the chunk's Item

@@ -123,3 +123,32 @@ _MATCH_KEY = re.compile(r"[^a-z0-9]+")
 def squash(text: str) -> str:
     """Lower-case letters and digits only: "Busines s." and "Business" both become "business"."""
     return _MATCH_KEY.sub("", text.lower())
+
+
+# --- chat model replies ---------------------------------------------------------------------------------------------
+
+_THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
+# A closing fence may only start where a run of spaces starts, or right after the opening fence's spaces (third
+# alternative): ``\s*```$`` alone rescans a run of spaces from each of its positions.
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|(?<!\s)\s*```$|(?<=\s)```$")
+
+
+def _drop_think_blocks(text: str) -> str:
+    """``re.sub(r"<think>.*?</think>", "", text, flags=re.S | re.I)`` in one pass over the tags: that regex scans to
+    the end of the text from every ``<think>`` that is never closed."""
+    pieces: list[str] = []
+    pos, open_at = 0, -1
+    for tag in _THINK_TAG.finditer(text):
+        if open_at < 0:
+            if not tag.group(1):
+                open_at = tag.start()
+        elif tag.group(1):
+            pieces.append(text[pos:open_at])
+            pos, open_at = tag.end(), -1
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def strip_model_wrappers(reply: str) -> str:
+    """A chat model's reply without reasoning blocks (``<think>...</think>``) and without a code fence around it."""
+    return _FENCE.sub("", _drop_think_blocks(reply).strip()).strip()

@@ -401,7 +401,7 @@ OLD_FORMS: list[tuple[str, str, str, int, list[str]]] = [
     ),
     ("table_cells", "_RATIO_SUFFIX", r"\s*(?:x|bps|bp|pts|pt|pp)$", re.I, ["x", "bps", "p", "t", "s", " ", "\n", "1"]),
     ("retrieval.trees", "_FOOTNOTE", r"\s*(\(\d{1,2}\)|\*+)$", 0, ["(", ")", "1", "12", "*", " ", "\n", "a", ":"]),
-    ("retrieval.trees", "_FENCE", r"^```[a-zA-Z]*\s*|\s*```$", 0, ["```", "`", "json", " ", "\n", "{", "}", "a"]),
+    ("text", "_FENCE", r"^```[a-zA-Z]*\s*|\s*```$", 0, ["```", "`", "json", " ", "\n", "{", "}", "a"]),
     (
         "retrieval.question_scope",
         "_MONTH_DATE",
@@ -480,7 +480,6 @@ def test_rewritten_pattern_matches_as_before(module: str, attribute: str, old: s
 def test_rewritten_helpers_match_the_regexes_they_replace():
     from haystack_fin.core import text
     from haystack_fin.core.ingest import table_blocks
-    from haystack_fin.core.retrieval import trees
 
     label_trim = re.compile(r"^[\W_]+|[\s:;,.*†‡§¹²³⁴⁵⁶⁷⁸⁹⁰]+$|\s*\((?:[a-z]|\d{1,2})\)$")
     think = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -496,7 +495,7 @@ def test_rewritten_helpers_match_the_regexes_they_replace():
         s = rand([" ", "  ", "\n", "a", "b c"])
         assert text._strip_around_newlines(s) == re.sub(r" *\n *", "\n", s), s
         s = rand(["<think>", "</think>", "<THINK>", "</Think>", "<think", "think>", "a", "\n", "<", "/", " "])
-        assert trees._drop_think_blocks(s) == think.sub("", s), s
+        assert text._drop_think_blocks(s) == think.sub("", s), s
         # The chunker's running token total: the estimate of a run of words is the sum of its words' estimates.
         s = " ".join(rand(["a", "word", "x" * 9, "y" * 17, ".", "|", "$1,234", "(12)", "é", "U.S.", "—", "¹", "_"]))
         assert text.estimate_tokens(s) == sum(text.estimate_tokens(w) for w in s.split()), s

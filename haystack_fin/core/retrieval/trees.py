@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 
 from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.text import normalize_line, split_sentences
+from haystack_fin.core.text import normalize_line, split_sentences, strip_model_wrappers
 
 logger = logging.getLogger(__name__)
 
@@ -745,27 +745,7 @@ def table_periods(columns: Sequence[str]) -> list[str]:
     return sorted(years, reverse=True)
 
 
-_THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
-# A closing fence may only start where a run of spaces starts, or right after the opening fence's spaces (third
-# alternative): ``\s*```$`` alone rescans a run of spaces from each of its positions.
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*|(?<!\s)\s*```$|(?<=\s)```$")
 _QUESTION_PREFIX = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)]|Q\d{1,2}[:.)])\s*")
-
-
-def _drop_think_blocks(text: str) -> str:
-    """``re.sub(r"<think>.*?</think>", "", text, flags=re.S | re.I)`` in one pass over the tags: that regex scans to
-    the end of the text from every ``<think>`` that is never closed."""
-    pieces: list[str] = []
-    pos, open_at = 0, -1
-    for tag in _THINK_TAG.finditer(text):
-        if open_at < 0:
-            if not tag.group(1):
-                open_at = tag.start()
-        elif tag.group(1):
-            pieces.append(text[pos:open_at])
-            pos, open_at = tag.end(), -1
-    pieces.append(text[pos:])
-    return "".join(pieces)
 
 
 def parse_node_reply(
@@ -777,7 +757,7 @@ def parse_node_reply(
     newline-separated string instead of a question list. Returns ``(summary, questions)``, each None when missing,
     empty or of the wrong type; the summary is cut to ``max_words`` words, questions to ``max_questions``.
     """
-    text = _FENCE.sub("", _drop_think_blocks(reply or "").strip()).strip()
+    text = strip_model_wrappers(reply or "")
     data = None
     for candidate in (text, text[text.find("{") : text.rfind("}") + 1] if "{" in text else ""):
         if not candidate:
