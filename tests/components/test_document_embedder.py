@@ -18,19 +18,55 @@ def _docs() -> list[Document]:
 
 
 def test_to_dict_round_trip_keeps_alias_and_batching_flag():
-    embedder = FinDocumentEmbedder(length_sorted_batches=False, batch_size=4)
+    embedder = FinDocumentEmbedder(length_sorted_batches=False, batch_size=4, compute_dtype="bfloat16")
     data = embedder.to_dict()
     assert data["init_parameters"]["model"] == "all-MiniLM-L6-v2"
     assert data["init_parameters"]["length_sorted_batches"] is False
+    assert data["init_parameters"]["compute_dtype"] == "bfloat16"
     restored = FinDocumentEmbedder.from_dict(data)
     assert restored.length_sorted_batches is False and restored.batch_size == 4
+    assert restored.compute_dtype == "bfloat16"
+    assert FinDocumentEmbedder().compute_dtype == "auto"
+
+
+def test_unknown_compute_dtype_is_rejected_at_construction():
+    with pytest.raises(ValueError, match="compute_dtype must be one of"):
+        FinDocumentEmbedder(compute_dtype="float16")  # type: ignore[arg-type]  # the invalid value under test
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("native_bf16", [True, False])
+def test_auto_uses_bf16_autocast_only_on_a_cpu_with_native_bf16(monkeypatch, native_bf16):
+    import haystack_fin.components.document_embedder as module
+
+    monkeypatch.setattr(module, "cpu_has_native_bf16", lambda: native_bf16)
+    embedder = FinDocumentEmbedder()
+    embedder.warm_up()
+    assert embedder._autocast_device == ("cpu" if native_bf16 else None)
+
+
+@pytest.mark.integration
+def test_bf16_vectors_stay_within_rounding_of_float32():
+    docs = _docs()
+    exact = FinDocumentEmbedder(batch_size=4, compute_dtype="float32")
+    fast = FinDocumentEmbedder(batch_size=4, compute_dtype="bfloat16")
+    exact.warm_up()
+    fast.warm_up()
+    assert exact._autocast_device is None and fast._autocast_device == "cpu"
+    a = np.array([d.embedding for d in exact.run(docs)["documents"]])
+    b = np.array([d.embedding for d in fast.run(docs)["documents"]])
+    assert a.dtype == b.dtype and a.shape == b.shape
+    cosines = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert cosines.min() > 0.999
+    assert not np.array_equal(a, b)  # the autocast really ran: bf16 rounding shows in the last digits
 
 
 @pytest.mark.integration
 def test_length_sorted_batches_match_the_parent_embeddings_in_input_order():
     docs = _docs()
-    sorted_batches = FinDocumentEmbedder(batch_size=3)
-    parent = FinDocumentEmbedder(batch_size=3, length_sorted_batches=False)
+    # float32: bf16 rounding depends on the batch's shape, and this test is about the batching alone.
+    sorted_batches = FinDocumentEmbedder(batch_size=3, compute_dtype="float32")
+    parent = FinDocumentEmbedder(batch_size=3, length_sorted_batches=False, compute_dtype="float32")
     sorted_batches.warm_up()
     parent.warm_up()
     a = sorted_batches.run(docs)["documents"]
