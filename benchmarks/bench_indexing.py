@@ -95,8 +95,19 @@ def main(argv: list[str] | None = None) -> int:
         help="override haystack-fin's embedder precision (default: the shipped YAML's); plain Haystack stays float32",
     )
 
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch threads for both systems (default: torch's own); 1 measures a one-core machine, which is also "
+        "how to measure while another job holds the other cores",
+    )
     parser.add_argument("--out", default=None, help="write the result JSON here")
     args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
     pdfs = sorted(Path(args.pdfs).glob("*.pdf"))[: args.limit or None]
@@ -205,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     fin_ms = 1000 * totals["fin_s"] / totals["pages"]
     trees_ms = 1000 * totals["trees_s"] / totals["pages"]
     summary = {
+        "torch_threads": args.threads or "default",
         # What the haystack-fin embedder computed in (its compute_dtype resolved on this CPU); plain is float32.
         "fin_embedder_dtype": "bfloat16" if getattr(fin_embedder, "_autocast_device", None) else "float32",
         "pages": totals["pages"],
