@@ -15,7 +15,13 @@ from haystack_fin.core.ingest.filing_meta import detect_filing_meta
 from haystack_fin.core.ingest.items import EXHIBIT_PREFIX, form_family
 from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.semantic import semantic_chunks
-from haystack_fin.core.ingest.structure import ChunkRecord, FilingStructure, TextChunker, structure_filing
+from haystack_fin.core.ingest.structure import (
+    SECTION_DEPTH,
+    ChunkRecord,
+    FilingStructure,
+    TextChunker,
+    structure_filing,
+)
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import DEFAULT_EMBEDDER
 from haystack_fin.core.schema import Modality, NodeType
@@ -406,15 +412,18 @@ class FilingSplitter:
 
     def _section_term_counts(self, structure: FilingStructure) -> dict[str, dict[str, dict[str, int]]]:
         """``{item: {heading: {cluster: count}}}`` for the headings of the first two levels under each Item title
-        (``ItemSummary.sections``), counted like the Items; only Items with chunks and sections with at least one
-        counted term, at most ``MAX_SECTIONS_PER_ITEM`` per Item."""
+        (``ItemSummary.sections``), counted like the Items; only sections with chunks under them (in their section
+        path) and at least one counted term, at most ``MAX_SECTIONS_PER_ITEM`` per Item."""
         assert self._lexicon is not None
+        # Headings some chunk carries in its section path: a heading directly followed by another one, or whose
+        # text went into a chunk that started under the previous heading, has nothing to retrieve under it.
+        reachable = {(c.item, h) for c in structure.chunks for h in c.section_path[1 : 1 + SECTION_DEPTH]}
         counts: dict[str, dict[str, dict[str, int]]] = {}
         for it in structure.items:
-            if not it.n_chunks:  # nothing to retrieve under its headings (filed exhibits left out)
-                continue
             by_heading = counts.setdefault(it.item, {})
             for heading, text in it.sections.items():
+                if (it.item, heading) not in reachable:
+                    continue
                 section_counts = by_heading.setdefault(heading, {})
                 for cluster, n in self._lexicon.count_cluster_terms(text).items():
                     section_counts[cluster] = section_counts.get(cluster, 0) + n

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class NodeType(StrEnum):
@@ -351,14 +351,28 @@ class FilingNode:
 # plain components.
 
 
+class SectionBudget(TypedDict):
+    """A section below an Item that FLAM routes to (``flam.route_sections``): the heading as in ``section_path``,
+    its relative frequency for the question's clusters, the count and total it rests on, and how many of its
+    passages join the candidates."""
+
+    section: str
+    score: float
+    count: int
+    total: int
+    k: int
+
+
 class Budget(TypedDict):
     """One FlamRouter ``budgets`` entry: retrieve ``k`` passages from Item ``item`` of ``filing_id``; ``weight`` is
-    the pair's share of the whole budget."""
+    the pair's share of the whole budget; ``sections``, when the filing has section statistics and some section
+    stands out, the sections of the Item routed to."""
 
     filing_id: str
     item: str
     k: int
     weight: float
+    sections: NotRequired[list[SectionBudget]]
 
 
 class StatementTrace(TypedDict, total=False):
@@ -369,6 +383,8 @@ class StatementTrace(TypedDict, total=False):
 class SectionTrace(TypedDict, total=False):
     asked: dict[str, str]  # normalized heading title -> the lexicon cluster it comes from
     added: list[str]  # ids of the chunks under those headings added to the candidates
+    # FLAM-routed sections (budgets' ``sections``): filing_id, item, section, score, k and the chunk ids added
+    routed: list[dict[str, Any]]
 
 
 class RetrieverTrace(TypedDict):
