@@ -39,6 +39,16 @@ def test_ablations_are_configuration_edits():
     assert weights["statement"] == 0.0 and weights["section"] == 0.0
 
 
+def test_section_flam_ablation_routes_to_items_only():
+    data = _query_dict()
+    ablated = ablate(data, {"section_flam"})
+    assert ablated["components"]["router"]["init_parameters"]["route_sections"] is False
+    assert "route_sections" not in data["components"]["router"]["init_parameters"]  # shipped: the default, on
+    # Nothing else changes: the Items' routing and the lexicon headings' chunks stay.
+    del ablated["components"]["router"]["init_parameters"]["route_sections"]
+    assert ablated == data
+
+
 def test_reranker_ablation_rewires_retriever_to_the_fallback():
     data = ablate(_query_dict(), {"graph", "reranker"})
     assert "ranker" not in data["components"]
