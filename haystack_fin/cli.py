@@ -551,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ablate",
         action="append",
         default=[],
-        help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements|sections|section_flam|graph|"
+        help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements|sections|graph|"
         "fallback "
         "(repeatable)",
     )

@@ -35,7 +35,6 @@ ABLATIONS: tuple[str, ...] = (
     "scope",
     "statements",
     "sections",
-    "section_flam",
     "graph",
     "fallback",
 )
@@ -87,8 +86,6 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
         retriever["section_candidates"] = 0
         ranker = components["ranker"]["init_parameters"]
         ranker["fallback_weights"] = {**(ranker.get("fallback_weights") or {}), "section": 0.0}
-    if "section_flam" in names:  # FLAM routes to Items only, not to the sections below them
-        components["router"]["init_parameters"]["route_sections"] = False
     if "flam" in names:  # every Item with chunks gets an equal share, whatever the question
         components["router"]["init_parameters"]["mode"] = "uniform"
     if "scope" in names:  # the filings of the nearest chunks, as flat RAG would pick them

@@ -117,6 +117,7 @@ class FilingSplitter:
         semantic_percentile: float = 0.95,
         semantic_merge_threshold: float = 0.75,
         graph_meta: bool = True,
+        section_term_stats: bool = False,
     ):
         """
         :param chunk_tokens: token budget of a text chunk (estimated word pieces of a BERT-family tokenizer).
@@ -131,6 +132,10 @@ class FilingSplitter:
             earnings release in EX-99.1) are always chunked.
         :param term_stats: count the financial lexicon's terms per Item into the filing node
             (``item_term_counts``, ``item_term_totals``), which FlamRouter reads at query time.
+        :param section_term_stats: with ``term_stats``, also count them per section below each Item (the headings of
+            the first two levels: notes, MD&A subsections) into ``section_term_counts`` / ``section_term_totals``,
+            for ``FlamRouter(route_sections=True)``. Off by default: that routing did not help on the dev slice or
+            the analyst set (README), and the counting costs indexing time.
         :param tag_statements: mark the blocks of primary financial statements (balance sheet, income, cash flow,
             equity, comprehensive income; found by their titles) with ``meta["statement"]``, which
             DualTreeRetriever and TwoStageRanker use for questions about a statement or its line items.
@@ -177,6 +182,7 @@ class FilingSplitter:
         self.semantic_percentile = semantic_percentile
         self.semantic_merge_threshold = semantic_merge_threshold
         self.graph_meta = graph_meta
+        self.section_term_stats = section_term_stats
         self._lexicon: Lexicon | None = None
         self._embedder: Any = None
 
@@ -196,6 +202,7 @@ class FilingSplitter:
             semantic_percentile=self.semantic_percentile,
             semantic_merge_threshold=self.semantic_merge_threshold,
             graph_meta=self.graph_meta,
+            section_term_stats=self.section_term_stats,
         )
 
     @classmethod
@@ -403,11 +410,12 @@ class FilingSplitter:
                     item_counts[cluster] = item_counts.get(cluster, 0) + n
             node.item_term_counts = counts
             node.item_term_totals = {item: sum(c.values()) for item, c in counts.items()}
-            node.section_term_counts = self._section_term_counts(structure)
-            node.section_term_totals = {
-                item: {heading: sum(c.values()) for heading, c in by_heading.items()}
-                for item, by_heading in node.section_term_counts.items()
-            }
+            if self.section_term_stats:
+                node.section_term_counts = self._section_term_counts(structure)
+                node.section_term_totals = {
+                    item: {heading: sum(c.values()) for heading, c in by_heading.items()}
+                    for item, by_heading in node.section_term_counts.items()
+                }
         return Document(id=node.id, content="\n".join(lines), meta=node.to_meta())
 
     def _section_term_counts(self, structure: FilingStructure) -> dict[str, dict[str, dict[str, int]]]:

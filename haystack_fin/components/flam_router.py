@@ -112,7 +112,7 @@ class FlamRouter(SharedStoreClient):
         finrad_csv: str | None = None,
         smoothing: float = DEFAULT_SMOOTHING,
         idf: bool = False,
-        route_sections: bool = True,
+        route_sections: bool = False,
     ):
         """
         :param document_store: the store holding the filing nodes (and the chunks the filters select).

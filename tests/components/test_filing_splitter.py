@@ -36,6 +36,7 @@ class TestFilingSplitter:
         assert (restored.chunk_tokens, restored.overlap_tokens, restored.max_table_rows) == (150, 10, 12)
         assert restored.include_images is False and restored.graph_meta is False
         assert FilingSplitter.from_dict(FilingSplitter().to_dict()).graph_meta is True
+        assert FilingSplitter.from_dict(FilingSplitter(section_term_stats=True).to_dict()).section_term_stats is True
 
     def test_every_chunk_has_full_provenance(self, bestbuy_split):
         chunks = bestbuy_split["documents"]
@@ -93,7 +94,11 @@ class TestFilingSplitter:
         assert node.meta[schema.ITEM_TERM_COUNTS]["I-1"]  # lexicon statistics for FLAM
         assert node.meta[schema.N_CHUNKS_BY_MODALITY]["table"] > 20
 
-    def test_section_term_counts_per_heading_below_the_item(self, bestbuy_split):
+    def test_section_term_counts_per_heading_below_the_item(self, bestbuy_filing, bestbuy_split):
+        assert schema.SECTION_TERM_COUNTS not in bestbuy_split["filing_nodes"][0].meta  # off by default
+        with_sections = FilingSplitter(section_term_stats=True).run(documents=bestbuy_filing)
+        assert with_sections["documents"] == bestbuy_split["documents"]  # the chunks do not change
+        bestbuy_split = with_sections
         meta = bestbuy_split["filing_nodes"][0].meta
         counts, totals = meta[schema.SECTION_TERM_COUNTS], meta[schema.SECTION_TERM_TOTALS]
         # MD&A's income-tax subsection and the fair-value note, counted like the Items (lexicon clusters).
@@ -111,7 +116,7 @@ class TestFilingSplitter:
         assert all(sum(c.values()) > 0 for by in counts.values() for c in by.values())
         assert not any(item.startswith("EX-") for item in counts) and counts.keys() == totals.keys()
         assert (
-            FilingSplitter(term_stats=False)
+            FilingSplitter(term_stats=False, section_term_stats=True)
             .run(documents=[Document(content="ITEM 7. MD&A\nLIQUIDITY\nRevenue grew.")])["filing_nodes"][0]
             .meta.keys()
             .isdisjoint(schema.FLAM_STATISTICS)

@@ -258,7 +258,7 @@ def test_sections_below_the_routed_item_from_the_filing_nodes_section_statistics
     }
     node.meta["section_term_totals"] = {"8": {"NOTE 5: CASH FLOW INFORMATION": 20, "NOTE 2: REVENUE": 41}}
     store.write_documents([node])
-    result = FlamRouter(document_store=store, top_k=3).run("What was capex?", filing_ids=["acme-2024"])
+    result = FlamRouter(document_store=store, top_k=3, route_sections=True).run("What was capex?", ["acme-2024"])
     # 9 / (20 + 10) = 0.3 > 12 / (150 + 10) = 0.075 > 1 / (41 + 10): the cash-flow note gets the Item's 3 passages.
     assert result["budgets"] == [
         {
@@ -271,11 +271,11 @@ def test_sections_below_the_routed_item_from_the_filing_nodes_section_statistics
     ]
     assert result["routing"]["sections"] == {"acme-2024": {"8": result["budgets"][0]["sections"]}}
     assert result["filters"] == budget_filters([ItemBudget("acme-2024", "8", 3, 1.0)])  # the Items' filter only
-    off = FlamRouter(document_store=store, top_k=3, route_sections=False).run("What was capex?", ["acme-2024"])
+    off = FlamRouter(document_store=store, top_k=3).run("What was capex?", ["acme-2024"])  # the default: off
     assert off["budgets"] == [{"filing_id": "acme-2024", "item": "8", "k": 3, "weight": 1.0}]
     assert "sections" not in off["routing"]
-    restored = component_from_dict(FlamRouter, component_to_dict(FlamRouter(store, route_sections=False), "r"), "r")
-    assert restored.route_sections is False and FlamRouter(store).route_sections is True
+    restored = component_from_dict(FlamRouter, component_to_dict(FlamRouter(store, route_sections=True), "r"), "r")
+    assert restored.route_sections is True and FlamRouter(store).route_sections is False
 
 
 def test_filing_nodes_without_section_statistics_route_as_before(store):
