@@ -234,7 +234,7 @@ def _retrieved_by(doc: Any) -> dict[str, Any]:
     from haystack_fin.core import schema
 
     info = dict(doc.meta.get(schema.RETRIEVAL) or {})
-    keep = ("mode", "tree_paths", "statement", "section", "cluster", "reason")
+    keep = ("mode", "tree_paths", "statement", "section", "cluster", "flam_score", "reason")
     return {"item": doc.meta.get(schema.ITEM), **{k: info[k] for k in keep if k in info}}
 
 
@@ -551,7 +551,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--ablate",
         action="append",
         default=[],
-        help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements|sections|graph|fallback "
+        help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements|sections|graph|"
+        "fallback "
         "(repeatable)",
     )
     p.add_argument(

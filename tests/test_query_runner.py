@@ -39,6 +39,13 @@ def test_ablations_are_configuration_edits():
     assert weights["statement"] == 0.0 and weights["section"] == 0.0
 
 
+def test_section_routing_ships_off_on_both_sides():
+    # Measured no better on the dev slice and the analyst set (README): the router and the splitter's counts are off.
+    assert _query_dict()["components"]["router"]["init_parameters"]["route_sections"] is False
+    indexing = pipeline_dict("indexing")
+    assert indexing["components"]["splitter"]["init_parameters"]["section_term_stats"] is False
+
+
 def test_reranker_ablation_rewires_retriever_to_the_fallback():
     data = ablate(_query_dict(), {"graph", "reranker"})
     assert "ranker" not in data["components"]

@@ -11,7 +11,12 @@ from haystack.utils.filters import document_matches_filter
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.retrieval.question_analysis import analysis_for
-from haystack_fin.core.retrieval.sections import SectionIndex, question_sections, sections_in_query
+from haystack_fin.core.retrieval.sections import (
+    SectionIndex,
+    normalize_heading,
+    question_sections,
+    sections_in_query,
+)
 from haystack_fin.core.retrieval.tree_search import (
     IndexNode,
     ItemSearchResult,
@@ -418,43 +423,85 @@ class DualTreeRetriever(SharedStoreClient):
         wanted: dict[tuple[str, str | None], int],
         leaf_filter: dict[str, Any] | None,
         scored: dict[str, tuple[float, Document]],
+        routed: Mapping[str, list[tuple[str, Mapping[str, Any]]]] | None = None,
     ) -> schema.SectionTrace:
         """Add the chunks under the question's headings (see ``section_candidates``) to ``scored``: per filing and
         title the ``section_candidates`` closest to the question. An added chunk keeps its Item's budget when the
-        budgets name the Item, else gets one slot per title matched in its filing; its retrieval score is 0."""
-        if not titles or not self.section_candidates:
+        budgets name the Item, else gets one slot per title matched in its filing; its retrieval score is 0.
+
+        ``routed``: per filing the ``(item, section)`` pairs FLAM routed to (budgets' ``sections``): the chunks of
+        that Item under that exact heading, the section's ``k`` closest to the question, join the same way."""
+        lexicon_titles = titles if self.section_candidates else {}
+        if not lexicon_titles and not routed:
             return {}
         query = np.asarray(query_embedding, dtype=np.float32)
         norm = float(np.linalg.norm(query))
         query = query / norm if norm > 0 else query
-        added: list[str] = []
-        for fid, filing in filings.items():
-            by_title: dict[str, list[tuple[float, str, Any]]] = {}
-            for chunk_id, title in filing.sections.chunks_under(titles).items():
+
+        def closest(filing: _CachedFiling, chunk_ids: Any, item: str | None = None) -> list[tuple[float, str, Any]]:
+            rows: list[tuple[float, str, Any]] = []
+            for chunk_id in chunk_ids:
                 doc = filing.chunks[chunk_id]
                 if chunk_id in scored or (leaf_filter and not document_matches_filter(leaf_filter, doc)):
                     continue
-                tree = filing.trees.get(_item_key(doc.meta.get(schema.ITEM)))
+                chunk_item = _item_key(doc.meta.get(schema.ITEM))
+                if item is not None and chunk_item != item:
+                    continue
+                tree = filing.trees.get(chunk_item)
                 row = tree.leaf_index.get(chunk_id) if tree is not None else None
                 vector = tree.leaf_embeddings[row] if tree is not None and row is not None else None
                 cosine = float(vector @ query) if vector is not None and vector.shape == query.shape else 0.0
-                by_title.setdefault(title, []).append((cosine, chunk_id, vector))
-            for title, rows in by_title.items():
-                best = sorted(rows, key=lambda row: (-row[0], row[1]))[: self.section_candidates]
-                for cosine, chunk_id, vector in best:
-                    doc = filing.chunks[chunk_id]
-                    item = _item_key(doc.meta.get(schema.ITEM))
-                    k = wanted.get((fid, item)) or wanted.get((fid, None)) or len(by_title)
-                    retrieval = {"mode": "section", "section": title, "cluster": titles[title], "dense": cosine}
-                    out = replace(
-                        doc,
-                        score=0.0,
-                        embedding=vector.tolist() if vector is not None and vector.any() else None,
-                        meta={**doc.meta, schema.RETRIEVAL: retrieval, schema.BUDGET_K: k},
-                    )
-                    scored[chunk_id] = (0.0, out)
-                    added.append(chunk_id)
-        return schema.SectionTrace(asked=dict(titles), added=added)
+                rows.append((cosine, chunk_id, vector))
+            return sorted(rows, key=lambda row: (-row[0], row[1]))
+
+        def add(fid: str, filing: _CachedFiling, row: tuple[float, str, Any], retrieval: dict[str, Any], slots: int):
+            cosine, chunk_id, vector = row
+            doc = filing.chunks[chunk_id]
+            k = wanted.get((fid, _item_key(doc.meta.get(schema.ITEM)))) or wanted.get((fid, None)) or slots
+            out = replace(
+                doc,
+                score=0.0,
+                embedding=vector.tolist() if vector is not None and vector.any() else None,
+                meta={**doc.meta, schema.RETRIEVAL: {**retrieval, "dense": cosine}, schema.BUDGET_K: k},
+            )
+            scored[chunk_id] = (0.0, out)
+
+        added: list[str] = []
+        for fid, filing in filings.items() if lexicon_titles else ():
+            by_title: dict[str, list[str]] = {}
+            for chunk_id, title in filing.sections.chunks_under(lexicon_titles).items():
+                by_title.setdefault(title, []).append(chunk_id)
+            for title, chunk_ids in by_title.items():
+                retrieval = {"mode": "section", "section": title, "cluster": titles[title]}
+                for row in closest(filing, chunk_ids)[: self.section_candidates]:
+                    add(fid, filing, row, retrieval, len(by_title))
+                    added.append(row[1])
+        trace = schema.SectionTrace(asked=dict(lexicon_titles), added=added)
+
+        routed_trace: list[dict[str, Any]] = []
+        for fid, sections in (routed or {}).items():
+            filing = filings.get(fid)
+            if filing is None:
+                continue
+            for item, section in sections:
+                heading = str(section.get("section") or "")
+                title = normalize_heading(heading)
+                k = int(section.get("k") or 0)
+                if not title or k < 1:
+                    continue
+                chunk_ids = filing.sections.chunks_under({title: heading}, whole_only=True)
+                score = float(section.get("score") or 0.0)
+                retrieval = {"mode": "section", "section": heading, "item": item, "flam_score": score}
+                ids = []
+                for row in closest(filing, chunk_ids, item)[:k]:
+                    add(fid, filing, row, retrieval, k)
+                    ids.append(row[1])
+                routed_trace.append(
+                    {"filing_id": fid, "item": item, "section": heading, "score": score, "k": k, "added": ids}
+                )
+        if routed_trace:
+            trace["routed"] = routed_trace
+        return trace
 
     @component.output_types(documents=list[Document], trace=dict)
     def run(
@@ -567,8 +614,14 @@ class DualTreeRetriever(SharedStoreClient):
         statement_trace = self._add_statement_blocks(
             query, filings, wanted, leaf_filter, scored, dict(analysed.statements) if analysed is not None else None
         )
+        # Sections FLAM routed to (a budget entry's "sections"), per filing in budget order.
+        routed: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+        for entry in budgets or ():
+            if entry.get("item") is not None and entry.get("sections"):
+                pairs = routed.setdefault(str(entry["filing_id"]), [])
+                pairs.extend((str(entry["item"]), section) for section in entry["sections"])
         section_trace = self._add_section_chunks(
-            query_embedding, self._section_titles(query, analysed), filings, wanted, leaf_filter, scored
+            query_embedding, self._section_titles(query, analysed), filings, wanted, leaf_filter, scored, routed
         )
         documents = [doc for _, doc in sorted(scored.values(), key=lambda pair: -pair[0])]
         trace = schema.RetrieverTrace(

@@ -15,7 +15,13 @@ from haystack_fin.core.ingest.filing_meta import detect_filing_meta
 from haystack_fin.core.ingest.items import EXHIBIT_PREFIX, form_family
 from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.semantic import semantic_chunks
-from haystack_fin.core.ingest.structure import ChunkRecord, FilingStructure, TextChunker, structure_filing
+from haystack_fin.core.ingest.structure import (
+    SECTION_DEPTH,
+    ChunkRecord,
+    FilingStructure,
+    TextChunker,
+    structure_filing,
+)
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import DEFAULT_EMBEDDER
 from haystack_fin.core.schema import Modality, NodeType
@@ -35,6 +41,10 @@ DEFAULT_OVERLAP_TOKENS = 20  # ~10%: one trailing sentence of context; more cost
 DEFAULT_MAX_TABLE_ROWS = 15
 
 _FILING_FIELDS = schema.FILING_FIELDS
+# Sections whose term statistics are kept per Item (``section_term_counts``). The filing node is read on every
+# routed query, so its size is bounded; a 10-K's Item 8 has 20-30 notes plus their first sub-headings. Beyond the
+# cap the sections with the fewest lexicon terms go: smoothing shrinks their relative frequency the most.
+MAX_SECTIONS_PER_ITEM = 64
 
 
 def _elements_from_text(content: str) -> list[Element]:
@@ -107,6 +117,7 @@ class FilingSplitter:
         semantic_percentile: float = 0.95,
         semantic_merge_threshold: float = 0.75,
         graph_meta: bool = True,
+        section_term_stats: bool = False,
     ):
         """
         :param chunk_tokens: token budget of a text chunk (estimated word pieces of a BERT-family tokenizer).
@@ -121,6 +132,10 @@ class FilingSplitter:
             earnings release in EX-99.1) are always chunked.
         :param term_stats: count the financial lexicon's terms per Item into the filing node
             (``item_term_counts``, ``item_term_totals``), which FlamRouter reads at query time.
+        :param section_term_stats: with ``term_stats``, also count them per section below each Item (the headings of
+            the first two levels: notes, MD&A subsections) into ``section_term_counts`` / ``section_term_totals``,
+            for ``FlamRouter(route_sections=True)``. Off by default: that routing did not help on the dev slice or
+            the analyst set (README), and the counting costs indexing time.
         :param tag_statements: mark the blocks of primary financial statements (balance sheet, income, cash flow,
             equity, comprehensive income; found by their titles) with ``meta["statement"]``, which
             DualTreeRetriever and TwoStageRanker use for questions about a statement or its line items.
@@ -167,6 +182,7 @@ class FilingSplitter:
         self.semantic_percentile = semantic_percentile
         self.semantic_merge_threshold = semantic_merge_threshold
         self.graph_meta = graph_meta
+        self.section_term_stats = section_term_stats
         self._lexicon: Lexicon | None = None
         self._embedder: Any = None
 
@@ -186,6 +202,7 @@ class FilingSplitter:
             semantic_percentile=self.semantic_percentile,
             semantic_merge_threshold=self.semantic_merge_threshold,
             graph_meta=self.graph_meta,
+            section_term_stats=self.section_term_stats,
         )
 
     @classmethod
@@ -393,7 +410,41 @@ class FilingSplitter:
                     item_counts[cluster] = item_counts.get(cluster, 0) + n
             node.item_term_counts = counts
             node.item_term_totals = {item: sum(c.values()) for item, c in counts.items()}
+            if self.section_term_stats:
+                node.section_term_counts = self._section_term_counts(structure)
+                node.section_term_totals = {
+                    item: {heading: sum(c.values()) for heading, c in by_heading.items()}
+                    for item, by_heading in node.section_term_counts.items()
+                }
         return Document(id=node.id, content="\n".join(lines), meta=node.to_meta())
+
+    def _section_term_counts(self, structure: FilingStructure) -> dict[str, dict[str, dict[str, int]]]:
+        """``{item: {heading: {cluster: count}}}`` for the headings of the first two levels under each Item title
+        (``ItemSummary.sections``), counted like the Items; only sections with chunks under them (in their section
+        path) and at least one counted term, at most ``MAX_SECTIONS_PER_ITEM`` per Item."""
+        assert self._lexicon is not None
+        # Headings some chunk carries in its section path: a heading directly followed by another one, or whose
+        # text went into a chunk that started under the previous heading, has nothing to retrieve under it.
+        reachable = {(c.item, h) for c in structure.chunks for h in c.section_path[1 : 1 + SECTION_DEPTH]}
+        counts: dict[str, dict[str, dict[str, int]]] = {}
+        for it in structure.items:
+            by_heading = counts.setdefault(it.item, {})
+            for heading, text in it.sections.items():
+                if (it.item, heading) not in reachable:
+                    continue
+                section_counts = by_heading.setdefault(heading, {})
+                for cluster, n in self._lexicon.count_cluster_terms(text).items():
+                    section_counts[cluster] = section_counts.get(cluster, 0) + n
+        capped: dict[str, dict[str, dict[str, int]]] = {}
+        for item, by_heading in counts.items():
+            counted = [(heading, c) for heading, c in by_heading.items() if c]
+            if len(counted) > MAX_SECTIONS_PER_ITEM:
+                # Keep the sections with the most lexicon terms (filing order among them): see the constant.
+                keep = sorted(range(len(counted)), key=lambda i: -sum(counted[i][1].values()))[:MAX_SECTIONS_PER_ITEM]
+                counted = [counted[i] for i in sorted(keep)]
+            if counted:
+                capped[item] = dict(counted)
+        return capped
 
     @component.output_types(documents=list[Document], filing_nodes=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:

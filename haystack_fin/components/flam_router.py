@@ -61,7 +61,9 @@ class FlamRouter(SharedStoreClient):
 
     Reads the store's filing nodes (``meta.node_type == "filing"``), written by ``FilingSplitter``/``FilingWriter``:
     ``filing_id``, ``form``, ``items`` (``[{item, n_chunks, ...}]``), ``item_term_counts`` (``{item: {cluster_id:
-    count}}``) and ``item_term_totals`` (``{item: total}``). Filing nodes without the counts are routed by the
+    count}}``) and ``item_term_totals`` (``{item: total}``), and per Item the same for its sections
+    (``section_term_counts``, ``section_term_totals``), from which a budget entry names the sections of its Item that
+    stand out (``sections``; ``route_sections``). Filing nodes without the counts are routed by the
     lexicon's Item priors for the question's concepts. Works with any Haystack document store that supports
     ``filter_documents`` (InMemory, Qdrant, ...). The counts must come from the same lexicon (cluster ids) as the
     router's: a FinRAD CSV merged here adds query synonyms to existing clusters, which keeps the ids.
@@ -110,6 +112,7 @@ class FlamRouter(SharedStoreClient):
         finrad_csv: str | None = None,
         smoothing: float = DEFAULT_SMOOTHING,
         idf: bool = False,
+        route_sections: bool = False,
     ):
         """
         :param document_store: the store holding the filing nodes (and the chunks the filters select).
@@ -126,6 +129,10 @@ class FlamRouter(SharedStoreClient):
             clusters, new clusters for the rest); like ``lexicon_path``, only without an ``analysis``.
         :param smoothing: pseudo-count added to every Item's term total (0 = FinGEAR's plain ratio).
         :param idf: down-weight clusters mentioned in most Items of a filing by ``log(1 + N / df)``.
+        :param route_sections: also route to the sections below each budgeted Item (the notes, MD&A's subsections)
+            from the filing node's section statistics (``section_term_counts``): the sections whose relative
+            frequency is above their Item's share the Item's budget, and a budget entry lists them under
+            ``sections`` (``flam.route_sections``). A filing indexed without section statistics gets none.
         """
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}.")
@@ -141,6 +148,7 @@ class FlamRouter(SharedStoreClient):
         self.finrad_csv = finrad_csv
         self.smoothing = smoothing
         self.idf = idf
+        self.route_sections = route_sections
         self._store: Any = None
         self._lexicon: Lexicon | None = None
 
@@ -156,6 +164,7 @@ class FlamRouter(SharedStoreClient):
             finrad_csv=self.finrad_csv,
             smoothing=self.smoothing,
             idf=self.idf,
+            route_sections=self.route_sections,
         )
 
     @classmethod
@@ -234,6 +243,7 @@ class FlamRouter(SharedStoreClient):
             idf=self.idf,
             lexicon=lexicon,
             terms=analysed.terms if analysed is not None else None,
+            sections=self.route_sections,
         )
         if not decision.budgets:
             logger.warning(

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class NodeType(StrEnum):
@@ -90,8 +90,12 @@ ITEMS = "items"
 N_CHUNKS_BY_MODALITY = "n_chunks_by_modality"
 ITEM_TERM_COUNTS = "item_term_counts"
 ITEM_TERM_TOTALS = "item_term_totals"
+# The same one level below the Item, per first heading under the Item title (``section_path[1]``: "NOTE 14: INCOME
+# TAXES", "Liquidity and Capital Resources"): {item: {heading: {cluster id: count}}} and {item: {heading: total}}.
+SECTION_TERM_COUNTS = "section_term_counts"
+SECTION_TERM_TOTALS = "section_term_totals"
 # A filing node's FLAM term statistics: most of its size, read only by FlamRouter for the filings in scope.
-FLAM_STATISTICS = (ITEM_TERM_COUNTS, ITEM_TERM_TOTALS)
+FLAM_STATISTICS = (ITEM_TERM_COUNTS, ITEM_TERM_TOTALS, SECTION_TERM_COUNTS, SECTION_TERM_TOTALS)
 
 # Key under which converters hand parsed layout elements to FilingSplitter (never stored in the index).
 ELEMENTS = "filing_elements"
@@ -250,6 +254,9 @@ class FilingNode:
     # {item: {lexicon cluster id: count}} and {item: total}; None when indexed without term statistics.
     item_term_counts: dict[str, dict[str, int]] | None = None
     item_term_totals: dict[str, int] | None = None
+    # {item: {heading: {cluster id: count}}} and {item: {heading: total}}; None when indexed without them.
+    section_term_counts: dict[str, dict[str, dict[str, int]]] | None = None
+    section_term_totals: dict[str, dict[str, int]] | None = None
 
     @property
     def id(self) -> str:
@@ -279,12 +286,18 @@ class FilingNode:
             meta[ITEM_TERM_COUNTS] = self.item_term_counts
         if self.item_term_totals is not None:
             meta[ITEM_TERM_TOTALS] = self.item_term_totals
+        if self.section_term_counts is not None:
+            meta[SECTION_TERM_COUNTS] = self.section_term_counts
+        if self.section_term_totals is not None:
+            meta[SECTION_TERM_TOTALS] = self.section_term_totals
         return meta
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any]) -> "FilingNode":
         counts = meta.get(ITEM_TERM_COUNTS)
         totals = meta.get(ITEM_TERM_TOTALS)
+        section_counts = meta.get(SECTION_TERM_COUNTS)
+        section_totals = meta.get(SECTION_TERM_TOTALS)
         return cls(
             filing_id=str(meta.get(FILING_ID) or ""),
             company=str(meta.get(COMPANY) or ""),
@@ -307,6 +320,28 @@ class FilingNode:
             item_term_totals=(
                 {str(item): int(n) for item, n in totals.items()} if isinstance(totals, Mapping) else None
             ),
+            section_term_counts=(
+                {
+                    str(item): {
+                        str(heading): {str(c): int(n) for c, n in by.items()}
+                        for heading, by in headings.items()
+                        if isinstance(by, Mapping)
+                    }
+                    for item, headings in section_counts.items()
+                    if isinstance(headings, Mapping)
+                }
+                if isinstance(section_counts, Mapping)
+                else None
+            ),
+            section_term_totals=(
+                {
+                    str(item): {str(heading): int(n) for heading, n in headings.items()}
+                    for item, headings in section_totals.items()
+                    if isinstance(headings, Mapping)
+                }
+                if isinstance(section_totals, Mapping)
+                else None
+            ),
         )
 
 
@@ -316,14 +351,28 @@ class FilingNode:
 # plain components.
 
 
+class SectionBudget(TypedDict):
+    """A section below an Item that FLAM routes to (``flam.route_sections``): the heading as in ``section_path``,
+    its relative frequency for the question's clusters, the count and total it rests on, and how many of its
+    passages join the candidates."""
+
+    section: str
+    score: float
+    count: int
+    total: int
+    k: int
+
+
 class Budget(TypedDict):
     """One FlamRouter ``budgets`` entry: retrieve ``k`` passages from Item ``item`` of ``filing_id``; ``weight`` is
-    the pair's share of the whole budget."""
+    the pair's share of the whole budget; ``sections``, when the filing has section statistics and some section
+    stands out, the sections of the Item routed to."""
 
     filing_id: str
     item: str
     k: int
     weight: float
+    sections: NotRequired[list[SectionBudget]]
 
 
 class StatementTrace(TypedDict, total=False):
@@ -334,6 +383,8 @@ class StatementTrace(TypedDict, total=False):
 class SectionTrace(TypedDict, total=False):
     asked: dict[str, str]  # normalized heading title -> the lexicon cluster it comes from
     added: list[str]  # ids of the chunks under those headings added to the candidates
+    # FLAM-routed sections (budgets' ``sections``): filing_id, item, section, score, k and the chunk ids added
+    routed: list[dict[str, Any]]
 
 
 class RetrieverTrace(TypedDict):

@@ -54,6 +54,11 @@ def routing_lines(routing: Mapping[str, Any] | None) -> list[str]:
         order = sorted(set(w) | set(b), key=lambda item: (-float(w.get(item, 0.0)), item))
         parts = [f"{item} {float(w.get(item, 0.0)):.2f} k={b.get(item, 0)}" for item in order]
         lines.append(f"  {fid}: {', '.join(parts)}")
+        for item, sections in ((routing.get("sections") or {}).get(fid) or {}).items():
+            routed = ", ".join(
+                f"{s.get('section')!r} {float(s.get('score') or 0.0):.3f} k={s.get('k')}" for s in sections
+            )
+            lines.append(f"    Item {item} sections (FLAM score, k): {routed}")
     return lines
 
 
@@ -69,7 +74,13 @@ def retrieval_lines(retrieval: Mapping[str, Any] | None) -> list[str]:
     sections = retrieval.get("sections") or {}
     if sections:
         asked = ", ".join(f"{title!r} ({cluster})" for title, cluster in (sections.get("asked") or {}).items())
-        lines.append(f"Sections: {asked} ({len(sections.get('added') or [])} chunks under those headings added)")
+        if asked:
+            lines.append(f"Sections: {asked} ({len(sections.get('added') or [])} chunks under those headings added)")
+        for routed in sections.get("routed") or []:
+            lines.append(
+                f"FLAM section: {routed.get('filing_id')} Item {routed.get('item')} {routed.get('section')!r} "
+                f"(score {float(routed.get('score') or 0.0):.3f}, {len(routed.get('added') or [])} chunks added)"
+            )
     return lines
 
 
@@ -98,6 +109,9 @@ def passage_lines(how: Sequence[Mapping[str, Any] | None]) -> list[str]:
                 lines.append(f"  [{n}] {tree} tree, Item {item}: {route}")
         elif mode == "statement":
             lines.append(f"  [{n}] statement block ({info.get('statement')})")
+        elif mode == "section" and info.get("flam_score") is not None:
+            score = float(info.get("flam_score") or 0.0)
+            lines.append(f"  [{n}] in the FLAM-routed section {info.get('section')!r} (score {score:.3f})")
         elif mode == "section":
             lines.append(f"  [{n}] under the heading {info.get('section')!r} ({info.get('cluster')})")
         elif mode == "graph":

@@ -216,6 +216,45 @@ class TestDualTreeRetriever:
         with pytest.raises(ValueError, match="section_candidates"):
             DualTreeRetriever(document_store=store, section_candidates=-1)
 
+    def test_chunks_of_the_sections_flam_routed_to_join_the_candidates(self, store):
+        # Item 7 chunks 3, 7 and 12 sit under the note FLAM routes to; chunk 9 under a longer heading and an Item 1A
+        # chunk under the same heading are not in that section of Item 7.
+        docs = store.filter_documents({"field": "meta.filing_id", "operator": "==", "value": ACME})
+        paths = {chunk_id(ACME, "7", j): "NOTE 14: INCOME TAXES" for j in (3, 7, 12)}
+        paths[chunk_id(ACME, "7", 9)] = "NOTE 14: INCOME TAXES AND OTHER MATTERS"
+        paths[chunk_id(ACME, "1A", 5)] = "NOTE 14: INCOME TAXES"
+        for d in docs:
+            if d.id in paths:
+                d.meta["section_path"] = [f"Item {d.meta['item']}.", paths[d.id]]
+        store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE)
+        section = {"section": "NOTE 14: INCOME TAXES", "score": 0.3, "count": 9, "total": 20, "k": 2}
+        retriever = DualTreeRetriever(
+            document_store=store, beam_width=1, candidates_per_item=1, flat_candidates_per_item=0, section_candidates=0
+        )
+        plain = [{"filing_id": ACME, "item": "7", "k": 1}]
+        base = retriever.run(query="taxes", query_embedding=one_hot(7), budgets=plain)
+        out = retriever.run(query="taxes", query_embedding=one_hot(7), budgets=[{**plain[0], "sections": [section]}])
+        reached = {d.id for d in base["documents"]}
+        # The section's k = 2 closest to the question (chunk 7 first, then by id) that the Item's search did not reach.
+        expected = [cid for cid in (chunk_id(ACME, "7", j) for j in (7, 3, 12)) if cid not in reached][:2]
+        added = [d for d in out["documents"] if d.meta["retrieval"]["mode"] == "section"]
+        assert [d.id for d in added] == expected and expected
+        info = added[0].meta["retrieval"]
+        assert (info["section"], info["item"], info["flam_score"]) == ("NOTE 14: INCOME TAXES", "7", 0.3)
+        assert added[0].meta["budget_k"] == 1 and added[0].score == 0.0
+        assert {d.id for d in out["documents"]} == reached | set(expected)
+        assert out["trace"]["sections"]["routed"] == [
+            {
+                "filing_id": ACME,
+                "item": "7",
+                "section": "NOTE 14: INCOME TAXES",
+                "score": 0.3,
+                "k": 2,
+                "added": expected,
+            }
+        ]
+        assert base["trace"]["sections"] == {}  # nothing routed, lexicon headings off: nothing added
+
     def test_input_documents_not_mutated(self, store):
         before = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "7", 5)})[0]
         DualTreeRetriever(document_store=store).run(

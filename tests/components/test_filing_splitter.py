@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
+from haystack_fin.components import filing_splitter
 from haystack_fin.components.filing_converter import FilingConverter
 from haystack_fin.components.filing_splitter import FilingSplitter
 from haystack_fin.core import schema
@@ -35,6 +36,7 @@ class TestFilingSplitter:
         assert (restored.chunk_tokens, restored.overlap_tokens, restored.max_table_rows) == (150, 10, 12)
         assert restored.include_images is False and restored.graph_meta is False
         assert FilingSplitter.from_dict(FilingSplitter().to_dict()).graph_meta is True
+        assert FilingSplitter.from_dict(FilingSplitter(section_term_stats=True).to_dict()).section_term_stats is True
 
     def test_every_chunk_has_full_provenance(self, bestbuy_split):
         chunks = bestbuy_split["documents"]
@@ -91,6 +93,47 @@ class TestFilingSplitter:
         assert sum(it["n_chunks"] for it in node.meta[schema.ITEMS]) == len(bestbuy_split["documents"])
         assert node.meta[schema.ITEM_TERM_COUNTS]["I-1"]  # lexicon statistics for FLAM
         assert node.meta[schema.N_CHUNKS_BY_MODALITY]["table"] > 20
+
+    def test_section_term_counts_per_heading_below_the_item(self, bestbuy_filing, bestbuy_split):
+        assert schema.SECTION_TERM_COUNTS not in bestbuy_split["filing_nodes"][0].meta  # off by default
+        with_sections = FilingSplitter(section_term_stats=True).run(documents=bestbuy_filing)
+        assert with_sections["documents"] == bestbuy_split["documents"]  # the chunks do not change
+        bestbuy_split = with_sections
+        meta = bestbuy_split["filing_nodes"][0].meta
+        counts, totals = meta[schema.SECTION_TERM_COUNTS], meta[schema.SECTION_TERM_TOTALS]
+        # MD&A's income-tax subsection and the fair-value note, counted like the Items (lexicon clusters).
+        tax = counts["I-2"]["Income Tax Expense"]
+        assert tax["effective_tax_rate"] >= 5 and tax["income_tax_expense"] >= 10
+        assert totals["I-2"]["Income Tax Expense"] == sum(tax.values())
+        assert counts["I-1"]["4. Fair Value Measurements"]["fair_value"] >= 20
+        assert "Liquidity and Capital Resources" in counts["I-2"]
+        # Every key is a heading of the first two levels below the Item title of some chunk of that Item.
+        headings = {
+            (d.meta[schema.ITEM], h) for d in bestbuy_split["documents"] for h in d.meta[schema.SECTION_PATH][1:3]
+        }
+        assert {(item, h) for item, by in counts.items() for h in by} <= headings
+        # Only sections with a counted term, only Items with chunks (not the filed exhibits), totals for all.
+        assert all(sum(c.values()) > 0 for by in counts.values() for c in by.values())
+        assert not any(item.startswith("EX-") for item in counts) and counts.keys() == totals.keys()
+        assert (
+            FilingSplitter(term_stats=False, section_term_stats=True)
+            .run(documents=[Document(content="ITEM 7. MD&A\nLIQUIDITY\nRevenue grew.")])["filing_nodes"][0]
+            .meta.keys()
+            .isdisjoint(schema.FLAM_STATISTICS)
+        )
+
+    def test_section_term_counts_are_capped_per_item(self, monkeypatch):
+        monkeypatch.setattr(filing_splitter, "MAX_SECTIONS_PER_ITEM", 2)
+        sections = {"A": "revenue", "B": "revenue and net income and capex", "C": "nothing", "D": "capex and goodwill"}
+        chunks = [ChunkRecord("x", "text", "7", "MD&A", "II", ["Item 7. MD&A", h], [1]) for h in "ABCD"]
+        structure = FilingStructure(chunks, [ItemSummary("7", "", "", 1, 2, 4, "", sections)])
+        splitter = FilingSplitter(graph_meta=False)
+        splitter.warm_up()
+        # C counts no term; of A, B, D the two with the most terms stay, in filing order.
+        assert list(splitter._section_term_counts(structure)["7"]) == ["B", "D"]
+        # A heading no chunk sits under has nothing to retrieve: not counted.
+        structure.chunks = chunks[:1]
+        assert list(splitter._section_term_counts(structure)["7"]) == ["A"]
 
     def test_filed_exhibits_are_sections_without_chunks_by_default(self, bestbuy_split, fixtures):
         # The 10-Q's certifications (Exhibits 31.1-32.2, pages 27-30) follow its signatures.

@@ -247,3 +247,39 @@ def test_same_routing_with_the_query_analyzers_analysis(store, monkeypatch, mode
     assert router.run(question, filing_ids=filing_ids, analysis=analysis) == alone
     if filing_ids and "no-counts" in filing_ids and mode != "uniform":
         assert alone["routing"]["filings"][1]["basis"] == "item_priors"  # the priors path is exercised
+
+
+def test_sections_below_the_routed_item_from_the_filing_nodes_section_statistics(store):
+    """Item 8 of acme-2024 reports capex in its cash-flow note: 9 of its 20 lexicon terms, against 12 of 150 for
+    the Item as a whole; its other notes mention capex in passing or not at all."""
+    node = _filing_node("acme-2024", {"8": {"capex": 12}}, {"8": 150}, {"8": 2})
+    node.meta["section_term_counts"] = {
+        "8": {"NOTE 5: CASH FLOW INFORMATION": {"capex": 9, "cash": 11}, "NOTE 2: REVENUE": {"capex": 1, "revenue": 40}}
+    }
+    node.meta["section_term_totals"] = {"8": {"NOTE 5: CASH FLOW INFORMATION": 20, "NOTE 2: REVENUE": 41}}
+    store.write_documents([node])
+    result = FlamRouter(document_store=store, top_k=3, route_sections=True).run("What was capex?", ["acme-2024"])
+    # 9 / (20 + 10) = 0.3 > 12 / (150 + 10) = 0.075 > 1 / (41 + 10): the cash-flow note gets the Item's 3 passages.
+    assert result["budgets"] == [
+        {
+            "filing_id": "acme-2024",
+            "item": "8",
+            "k": 3,
+            "weight": 1.0,
+            "sections": [{"section": "NOTE 5: CASH FLOW INFORMATION", "score": 0.3, "count": 9, "total": 20, "k": 3}],
+        }
+    ]
+    assert result["routing"]["sections"] == {"acme-2024": {"8": result["budgets"][0]["sections"]}}
+    assert result["filters"] == budget_filters([ItemBudget("acme-2024", "8", 3, 1.0)])  # the Items' filter only
+    off = FlamRouter(document_store=store, top_k=3).run("What was capex?", ["acme-2024"])  # the default: off
+    assert off["budgets"] == [{"filing_id": "acme-2024", "item": "8", "k": 3, "weight": 1.0}]
+    assert "sections" not in off["routing"]
+    restored = component_from_dict(FlamRouter, component_to_dict(FlamRouter(store, route_sections=True), "r"), "r")
+    assert restored.route_sections is True and FlamRouter(store).route_sections is False
+
+
+def test_filing_nodes_without_section_statistics_route_as_before(store):
+    # The fixture's filing nodes were written before section statistics existed: no budget names a section.
+    result = FlamRouter(document_store=store, top_k=5).run("capex", filing_ids=["acme-2022", "acme-2023"])
+    assert result["budgets"] and all(set(b) == {"filing_id", "item", "k", "weight"} for b in result["budgets"])
+    assert "sections" not in result["routing"]

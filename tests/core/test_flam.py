@@ -18,7 +18,9 @@ from haystack_fin.core.retrieval.flam import (
     eligible_items,
     explain,
     item_weights,
+    relative_frequency,
     route,
+    route_sections,
     score_items,
 )
 
@@ -268,7 +270,7 @@ class TestExplain:
         assert explanation["clusters"] == {"capex": "capex"}
 
 
-def _filing(filing_id: str, form: str = "10-K", counts=None, totals=None, chunks=None) -> FilingStats:
+def _filing(filing_id: str, form: str = "10-K", counts=None, totals=None, chunks=None, sections=False) -> FilingStats:
     chunks = CHUNKS if chunks is None else chunks
     return FilingStats(
         filing_id,
@@ -276,7 +278,91 @@ def _filing(filing_id: str, form: str = "10-K", counts=None, totals=None, chunks
         [{"item": item, "n_chunks": n} for item, n in chunks.items()],
         COUNTS if counts is None else counts,
         TOTALS if totals is None else totals,
+        SECTION_COUNTS if sections else {},
+        SECTION_TOTALS if sections else {},
     )
+
+
+# The sections of Items 7 and 8 (headings below the Item title) with their counts: Item 7's revenue is concentrated
+# in its results of operations, its capex in liquidity; Item 8's revenue in the revenue note.
+SECTION_COUNTS = {
+    "7": {
+        "Overview": {"revenue": 4, "capex": 1},
+        "Results of Operations": {"revenue": 20},
+        "Liquidity and Capital Resources": {"capex": 5, "revenue": 2},
+    },
+    "8": {"NOTE 3: REVENUE": {"revenue": 25}, "NOTE 9: GOODWILL": {"goodwill": 30, "revenue": 1}},
+}
+SECTION_TOTALS = {
+    "7": {"Overview": 60, "Results of Operations": 80, "Liquidity and Capital Resources": 40},
+    "8": {"NOTE 3: REVENUE": 50, "NOTE 9: GOODWILL": 100},
+}
+
+
+class TestRouteSections:
+    def test_only_sections_above_their_items_relative_frequency(self):
+        item_score = relative_frequency(30, 300)  # Item 7's revenue: 30 / (300 + 10)
+        routed = route_sections(["revenue"], SECTION_COUNTS["7"], SECTION_TOTALS["7"], item_score, 3)
+        # Overview 4/70 and Liquidity 2/50 are below 30/310; the results of operations (20/90) get the whole budget.
+        assert [(s.section, s.k, s.count, s.total) for s in routed] == [("Results of Operations", 3, 20, 80)]
+        assert routed[0].score == pytest.approx(20 / 90)
+        assert routed[0].to_dict() == {
+            "section": "Results of Operations", "score": round(20 / 90, 6), "count": 20, "total": 80, "k": 3
+        }  # fmt: skip
+
+    def test_the_items_budget_is_split_by_score(self):
+        item_score = relative_frequency(36, 300)  # revenue + capex in Item 7
+        routed = route_sections(["revenue", "capex"], SECTION_COUNTS["7"], SECTION_TOTALS["7"], item_score, 3)
+        # 20/90 and 7/50 share 3 passages by the largest remainder: 1.84 -> 2, 1.16 -> 1.
+        assert [(s.section, s.k) for s in routed] == [
+            ("Results of Operations", 2),
+            ("Liquidity and Capital Resources", 1),
+        ]
+        # With one passage the smaller share rounds to nothing: at most k sections per Item.
+        one = route_sections(["revenue", "capex"], SECTION_COUNTS["7"], SECTION_TOTALS["7"], item_score, 1)
+        assert [(s.section, s.k) for s in one] == [("Results of Operations", 1)]
+
+    def test_nothing_without_clusters_counts_or_budget(self):
+        assert route_sections([], SECTION_COUNTS["7"], SECTION_TOTALS["7"], 0.0, 3) == []
+        assert route_sections(["goodwill"], SECTION_COUNTS["7"], SECTION_TOTALS["7"], 0.0, 3) == []
+        assert route_sections(["revenue"], {}, {}, 0.0, 3) == []
+        assert route_sections(["revenue"], SECTION_COUNTS["7"], SECTION_TOTALS["7"], 0.0, 0) == []
+        # Totals missing: the counts' sum (smoothing as for Items).
+        routed = route_sections(["revenue"], {"Revenue": {"revenue": 5, "capex": 5}}, None, 0.0, 2)
+        assert routed[0].total == 10 and routed[0].score == pytest.approx(5 / 20)
+
+    def test_route_names_the_sections_of_budgeted_items(self, lexicon):
+        decision = route("What was revenue?", [_filing("acme", sections=True)], 5, lexicon=lexicon)
+        by_item = {b.item: b for b in decision.budgets}
+        assert [(s.section, s.k) for s in by_item["7"].sections] == [("Results of Operations", by_item["7"].k)]
+        assert [(s.section, s.k) for s in by_item["8"].sections] == [("NOTE 3: REVENUE", by_item["8"].k)]
+        assert by_item["7"].to_dict()["sections"][0]["section"] == "Results of Operations"
+        explained = json.loads(json.dumps(decision.explain(lexicon)))
+        assert explained["sections"]["acme"]["8"][0]["section"] == "NOTE 3: REVENUE"
+        # The Items' budgets are those of routing without sections.
+        plain = route("What was revenue?", [_filing("acme", sections=True)], 5, lexicon=lexicon, sections=False)
+        assert [(b.item, b.k) for b in plain.budgets] == [(b.item, b.k) for b in decision.budgets]
+        assert all(b.sections == () for b in plain.budgets) and "sections" not in plain.explain(lexicon)
+
+    def test_filing_without_section_statistics_routes_as_before(self, lexicon):
+        decision = route("What was revenue?", [_filing("acme")], 5, lexicon=lexicon)
+        assert all(b.sections == () and "sections" not in b.to_dict() for b in decision.budgets)
+        assert "sections" not in decision.explain(lexicon)
+
+    def test_uniform_mode_routes_no_section(self, lexicon):
+        decision = route("What was revenue?", [_filing("acme", sections=True)], 5, mode="uniform", lexicon=lexicon)
+        assert decision.budgets and all(b.sections == () for b in decision.budgets)
+
+    def test_from_meta_reads_section_statistics(self):
+        meta = {
+            "filing_id": "acme",
+            "section_term_counts": {"8": {"NOTE 3: REVENUE": {"revenue": "25"}}},
+            "section_term_totals": {"8": {"NOTE 3: REVENUE": 50}},
+        }
+        stats = FilingStats.from_meta(meta)
+        assert stats.section_term_counts == {"8": {"NOTE 3: REVENUE": {"revenue": 25}}}
+        assert stats.section_term_totals == {"8": {"NOTE 3: REVENUE": 50}}
+        assert FilingStats.from_meta({"filing_id": "x"}).section_term_counts == {}
 
 
 class TestRoute:

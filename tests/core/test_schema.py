@@ -53,6 +53,25 @@ def test_from_meta_inverts_to_meta():
     assert node.id == "acme#filing"
 
 
+def test_section_term_statistics_are_flam_statistics_written_only_when_set():
+    sections = {
+        "section_term_counts": {"7": {"Liquidity": {"liquidity": 3}}},
+        "section_term_totals": {"7": {"Liquidity": 5}},
+    }
+    node = _node(**sections)
+    meta = node.to_meta()
+    assert meta[schema.SECTION_TERM_COUNTS] == sections["section_term_counts"]
+    assert FilingNode.from_meta(meta) == node
+    assert (
+        schema.SECTION_TERM_COUNTS not in _node().to_meta()
+        and FilingNode.from_meta(_node().to_meta()).section_term_counts is None
+    )
+    # FilingScope reads filing nodes without them, as without the Item statistics.
+    assert {schema.SECTION_TERM_COUNTS, schema.SECTION_TERM_TOTALS, schema.ITEM_TERM_COUNTS} <= set(
+        schema.FLAM_STATISTICS
+    )
+
+
 @pytest.mark.parametrize(
     ("meta", "expected"),
     [

@@ -1,6 +1,6 @@
 """``ask --explain`` lines from a trace of the shape the query pipeline returns."""
 
-from haystack_fin.core.trace_text import explain_lines, passage_lines, routing_lines, scope_lines
+from haystack_fin.core.trace_text import explain_lines, passage_lines, retrieval_lines, routing_lines, scope_lines
 
 SCOPE = {
     "filing_ids": ["BBY"],
@@ -75,3 +75,15 @@ def test_explain_lines_in_pipeline_order_without_reprs():
     assert "Statements: income_statement 0.5 (2 statement blocks added)" in lines
     assert "  [1] table -> see Note 7" in lines and "  [1] graph neighbour (reference)" in lines
     assert not any("{" in line for line in lines)
+
+
+def test_flam_routed_sections_with_their_scores():
+    sections = [{"section": "Income Tax Expense", "score": 0.2143, "count": 9, "total": 32, "k": 4}]
+    routing = {**ROUTING, "sections": {"BBY": {"I-2": sections}}}
+    assert routing_lines(routing)[-1] == "    Item I-2 sections (FLAM score, k): 'Income Tax Expense' 0.214 k=4"
+    routed = {"filing_id": "BBY", "item": "I-2", "section": "Income Tax Expense", "score": 0.2143, "k": 4,
+              "added": ["BBY#chunk-00090", "BBY#chunk-00091"]}  # fmt: skip
+    lines = retrieval_lines({"sections": {"asked": {}, "added": [], "routed": [routed]}})
+    assert lines == ["FLAM section: BBY Item I-2 'Income Tax Expense' (score 0.214, 2 chunks added)"]
+    how = [{"item": "I-2", "mode": "section", "section": "Income Tax Expense", "flam_score": 0.2143}]
+    assert passage_lines(how)[1] == "  [1] in the FLAM-routed section 'Income Tax Expense' (score 0.214)"

@@ -33,6 +33,10 @@ TextChunker = Callable[[list[Paragraph], int, int], list[TextChunk]]
 
 _MAX_HEADING_CHARS = 120
 _MIN_CAPTION_WORDS = 3
+# Heading levels below the Item title that ItemSummary.sections covers. One level is the note or MD&A subsection
+# in most filings; two because many filings put the notes under one "Notes to Consolidated Financial Statements"
+# heading (Netflix's 10-K: "NETFLIX, INC. NOTES TO CONSOLIDATED FINANCIAL STATEMENTS" > "10. Income Taxes").
+SECTION_DEPTH = 2
 
 
 @dataclass
@@ -69,6 +73,10 @@ class ItemSummary:
     end_page: int
     n_chunks: int = 0
     text: str = field(default="", repr=False)
+    # The text under each heading of the first ``SECTION_DEPTH`` levels below the Item title (``section_path[1:3]``:
+    # an MD&A subsection, a note, or a note under a "Notes to Consolidated Financial Statements" heading), in order;
+    # a heading that occurs twice in the Item sums its texts. Text before the first heading is in none.
+    sections: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -104,7 +112,11 @@ def _section_chunks(
     overlap_tokens: int,
     max_table_rows: int,
     text_chunker: TextChunker = chunk_paragraphs,
+    section_texts: dict[str, list[str]] | None = None,
 ) -> list[ChunkRecord]:
+    """The chunks of one Item; ``section_texts``, when given, receives the text (and table text) of every element
+    under each heading of the first ``SECTION_DEPTH`` levels (``path[1:3]``), as the Item's text is joined for
+    its term counts."""
     stack: list[tuple[tuple[float, bool, bool], str]] = []
     paragraphs: list[Paragraph] = []
     records: list[ChunkRecord] = []
@@ -189,6 +201,9 @@ def _section_chunks(
                     image=asdict(image) if image is not None else None,
                 )
             )
+        if section_texts is not None and el.kind != "image":
+            for heading in dict.fromkeys(path[1 : 1 + SECTION_DEPTH]):
+                section_texts.setdefault(heading, []).append(el.text)
     flush_text()
     return records
 
@@ -218,6 +233,7 @@ def structure_filing(
     items: list[ItemSummary] = []
     for section in sections:
         label = item_label(section, family)
+        section_texts: dict[str, list[str]] = {}
         records = _section_chunks(
             elements,
             section,
@@ -228,11 +244,19 @@ def structure_filing(
             overlap_tokens,
             max_table_rows,
             text_chunker,
+            section_texts,
         )
         text = "\n".join(el.text for el in elements[section.start : section.end] if el.kind != "image")
         items.append(
             ItemSummary(
-                section.item, section.title, section.part, section.start_page, section.end_page, len(records), text
+                section.item,
+                section.title,
+                section.part,
+                section.start_page,
+                section.end_page,
+                len(records),
+                text,
+                {heading: "\n".join(texts) for heading, texts in section_texts.items()},
             )
         )
         chunks.extend(records)

@@ -35,6 +35,16 @@ Routing rules (each is a choice; the reasons are next to the code):
   not comparable across filings of different length and form (a 2-page 8-K would out-score a 10-K's Items), and
   a question about "2022 vs 2023" needs every filing it names to get some budget.
 
+Sections below the Item (``route_sections``): the filing node also carries the counts and totals of the headings
+of the first two levels under each Item title (``section_term_counts``, ``section_term_totals``: the notes, MD&A's
+subsections). Each Item that gets budget has its sections scored with the same relative frequency
+``c_s / (T_s + smoothing)``; the sections more concentrated in the question's concepts than their Item as a whole
+(score above the Item's own ``c_i / (T_i + smoothing)``: the Item's search already covers the average) share the
+Item's budget ``k_i`` in proportion to their scores (``allocate_budget``, as Items share a filing's), and those
+whose share rounds to at least one passage are routed, with that many passages. So at most ``k_i`` sections per
+Item, none when the Item's mentions are spread evenly, and a filing indexed without section statistics routes
+none.
+
 Measured on that slice (k=5; gold Item = the Item holding the evidence page; not tuned beyond these options): the
 gold Item got budget for 34/38 questions with "relative" (31/38 without smoothing), 37/38 with "log", 36/38 with
 "softmax" (T=1), against 33/38 for budget proportional to chunk counts and ~17/38 for 5 random Items. "log"
@@ -324,6 +334,71 @@ def _cluster_names(terms: Sequence[QueryTerm], lexicon: Lexicon | None) -> dict[
     return names
 
 
+# ----------------------------------------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class SectionBudget:
+    """A section (a heading under an Item title, as written in ``section_path``) that routing reaches: its relative
+    frequency ``score``, the query-cluster count and lexicon term total it rests on, and ``k``, its share of the
+    Item's budget (how many of its passages join the candidates)."""
+
+    section: str
+    score: float
+    count: int
+    total: int
+    k: int
+
+    def to_dict(self) -> schema.SectionBudget:
+        return schema.SectionBudget(
+            section=self.section, score=round(self.score, 6), count=self.count, total=self.total, k=self.k
+        )
+
+
+def relative_frequency(count: float, total: float, smoothing: float = DEFAULT_SMOOTHING) -> float:
+    """FLAM's score of a text (Item or section): ``count / (total + smoothing)``; a total below the count (counts
+    and totals that disagree) is read as the count."""
+    return count / (max(float(total), float(count)) + smoothing)
+
+
+def route_sections(
+    query_clusters: Iterable[str | QueryTerm],
+    section_term_counts: Mapping[str, Mapping[str, int]],
+    section_term_totals: Mapping[str, int] | None,
+    item_score: float,
+    k: int,
+    smoothing: float = DEFAULT_SMOOTHING,
+) -> list[SectionBudget]:
+    """The sections of one Item that get passages: those whose relative frequency for the query clusters is above
+    the Item's (``item_score``), sharing the Item's budget ``k`` in proportion to their scores; sections whose
+    share rounds to 0 are left out. Best score first.
+
+    :param section_term_counts: ``{heading: {cluster_id: count}}`` of the Item's sections (the filing node's
+        ``section_term_counts[item]``).
+    :param section_term_totals: ``{heading: all lexicon term occurrences}``; missing headings use their counts' sum.
+    """
+    clusters = cluster_ids(query_clusters)
+    if not clusters or k < 1:
+        return []
+    totals = section_term_totals or {}
+    scored: dict[str, tuple[float, int, int]] = {}
+    for heading, counts in section_term_counts.items():
+        count = sum(int(counts.get(c, 0)) for c in clusters)
+        if count <= 0:
+            continue
+        total = max(int(totals.get(heading, 0) or sum(counts.values())), count)
+        score = relative_frequency(count, total, smoothing)
+        if score > item_score:
+            scored[heading] = (score, count, total)
+    ordered = dict(sorted(scored.items(), key=lambda pair: -pair[1][0]))
+    budgets = allocate_budget({heading: value[0] for heading, value in ordered.items()}, k) if ordered else {}
+    return [
+        SectionBudget(heading, score, count, total, budgets[heading])
+        for heading, (score, count, total) in ordered.items()
+        if heading in budgets
+    ]
+
+
 # ------------------------------------------------------------------------------------------------- multi-filing
 
 
@@ -337,6 +412,8 @@ class FilingStats:
     items: list[Mapping[str, Any]]
     item_term_counts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     item_term_totals: Mapping[str, int] = field(default_factory=dict)
+    section_term_counts: Mapping[str, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)
+    section_term_totals: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any]) -> "FilingStats":
@@ -348,6 +425,8 @@ class FilingStats:
             items=list(node.items),
             item_term_counts=node.item_term_counts or {},
             item_term_totals=node.item_term_totals or {},
+            section_term_counts=node.section_term_counts or {},
+            section_term_totals=node.section_term_totals or {},
         )
 
     @property
@@ -369,9 +448,13 @@ class ItemBudget:
     item: str
     k: int
     weight: float
+    sections: tuple[SectionBudget, ...] = ()
 
     def to_dict(self) -> schema.Budget:
-        return schema.Budget(filing_id=self.filing_id, item=self.item, k=self.k, weight=round(self.weight, 6))
+        budget = schema.Budget(filing_id=self.filing_id, item=self.item, k=self.k, weight=round(self.weight, 6))
+        if self.sections:  # only then: budgets of a filing without section statistics stay as they were
+            budget["sections"] = [section.to_dict() for section in self.sections]
+        return budget
 
 
 @dataclass
@@ -394,10 +477,19 @@ class RoutingDecision:
     filings: list[FilingRouting]
     budgets: list[ItemBudget]
 
+    def _sections(self) -> dict[str, dict[str, list[schema.SectionBudget]]]:
+        sections: dict[str, dict[str, list[schema.SectionBudget]]] = {}
+        for budget in self.budgets:
+            if budget.sections:
+                by_item = sections.setdefault(budget.filing_id, {})
+                by_item[budget.item] = [section.to_dict() for section in budget.sections]
+        return sections
+
     def explain(self, lexicon: Lexicon | None = None) -> dict[str, Any]:
         """JSON-serializable explanation: terms, cluster names, mode, and per filing its share of ``k``, Item
-        weights (non-zero only), budgets and basis."""
-        return {
+        weights (non-zero only), budgets and basis, and the sections routed to (``sections``: per filing and Item
+        ``[{section, score, count, total, k}]``, only when there are some)."""
+        explanation: dict[str, Any] = {
             "terms": [term.to_dict() for term in self.terms],
             "clusters": _cluster_names(self.terms, lexicon),
             "mode": self.mode,
@@ -411,6 +503,10 @@ class RoutingDecision:
                 {"filing_id": f.filing_id, "form": f.form, "k": f.k, "basis": f.weighting.basis} for f in self.filings
             ],
         }
+        sections = self._sections()
+        if sections:
+            explanation["sections"] = sections
+        return explanation
 
 
 def route(
@@ -424,6 +520,7 @@ def route(
     lexicon: Lexicon | None = None,
     filing_weights: Mapping[str, float] | None = None,
     terms: Sequence[QueryTerm] | None = None,
+    sections: bool = True,
 ) -> RoutingDecision:
     """Route a question over one or more filings: detect its clusters, weight each filing's Items, split ``k``.
 
@@ -433,6 +530,8 @@ def route(
     first ``k`` filings get budget.
 
     :param terms: pre-detected query terms (skips detection; ``lexicon`` is then only used for priors).
+    :param sections: route to the sections of each budgeted Item from the filings' section statistics
+        (``route_sections``; the module notes); never in mode "uniform", which ignores the question.
     """
     validate_weighting(mode, temperature, smoothing)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -472,10 +571,23 @@ def route(
         item_budgets = allocate_budget(weighting.weights, k_filing) if k_filing else {}
         routed.append(FilingRouting(stats.filing_id, stats.form, k_filing, weighting, item_budgets))
         share = shares.get(stats.filing_id, 0.0) / share_total if share_total > 0 else 0.0
-        budgets.extend(
-            ItemBudget(stats.filing_id, item, budget, share * weighting.weights[item])
-            for item, budget in item_budgets.items()
-        )
+        for item, budget in item_budgets.items():
+            routed_sections: list[SectionBudget] = []
+            if sections and mode != "uniform" and stats.section_term_counts.get(item):
+                item_counts = stats.item_term_counts.get(item, {})
+                item_count = sum(int(item_counts.get(c, 0)) for c in clusters)
+                item_total = stats.item_term_totals.get(item) or sum(item_counts.values())
+                routed_sections = route_sections(
+                    clusters,
+                    stats.section_term_counts[item],
+                    stats.section_term_totals.get(item),
+                    relative_frequency(item_count, item_total, smoothing),
+                    budget,
+                    smoothing,
+                )
+            budgets.append(
+                ItemBudget(stats.filing_id, item, budget, share * weighting.weights[item], tuple(routed_sections))
+            )
     if not budgets:
         logger.info("FLAM routed no budget: no filing has an Item with chunks (%d filings).", len(filings))
     return RoutingDecision(question, k, mode, query_terms, routed, budgets)

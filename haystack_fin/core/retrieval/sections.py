@@ -116,14 +116,16 @@ class SectionIndex:
     def __len__(self) -> int:
         return len(self._by_heading)
 
-    def chunks_under(self, titles: Mapping[str, str]) -> dict[str, str]:
+    def chunks_under(self, titles: Mapping[str, str], whole_only: bool = False) -> dict[str, str]:
         """``{chunk id: matched title}`` of the chunks under a heading that matches one of ``titles`` (the rule
-        of ``section_match``), in the order of the filing's headings; a chunk under several keeps the first."""
+        of ``section_match``; with ``whole_only`` only whole headings, for a title that is a heading of this filing,
+        such as a section FLAM routed to), in the order of the filing's headings; a chunk under several keeps the
+        first."""
         found: dict[str, str] = {}
         if not titles:
             return found
         for (heading, item_title), chunk_ids in self._by_heading.items():
-            title = _matching_title(heading, titles, whole_only=item_title)
+            title = _matching_title(heading, titles, whole_only=item_title or whole_only)
             if title is None:
                 continue
             for chunk_id in chunk_ids:
