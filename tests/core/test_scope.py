@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from haystack_fin.core.retrieval.companies import CompanyIndex, company_aliases, company_key
+from haystack_fin.core.retrieval.companies import CompanyIndex, company_aliases, company_key, names_whole_company
 from haystack_fin.core.retrieval.filing_ranking import FilingProfile, resolve_scope
 from haystack_fin.core.retrieval.question_scope import parse_question_scope
 
@@ -316,6 +316,24 @@ class TestResolveScope:
         # Named on its own too, a company stays although it has no filing for the year.
         both = resolve_scope("Compare Verizon and Verizon Wireless Partners in FY 2022", profiles)
         assert {"VZ_2022_10K", "VZWP_2019_10K"} <= set(both.filing_ids)
+
+    def test_the_company_named_in_full_outranks_look_alikes_of_the_same_key(self):
+        # "Best Buy Holdings Inc." groups with "Best Buy Co., Inc." (company_key drops "holdings"); with three
+        # look-alike FY2017 10-Ks, max_filings=3 must not cut the company the question names in full.
+        profiles = [FilingProfile("BBY_2017_10K", "Best Buy Co., Inc.", "BBY", "10-K", 2017)] + [
+            FilingProfile(f"BBYH_2017_10K_C{i}", "Best Buy Holdings Inc.", "BBYH", "10-K", 2017) for i in range(3)
+        ]
+        decision = resolve_scope("What was Best Buy's net profit margin in FY2017?", profiles, max_filings=3)
+        assert decision.filing_ids[0] == "BBY_2017_10K" and len(decision.filing_ids) == 3
+        first = next(m for m in decision.matches if m.filing_id == "BBY_2017_10K")
+        assert "the question names all of Best Buy Co., Inc." in first.reasons
+        # One registrant per key: nothing to tell apart, the order is as before (no such reason).
+        alone = resolve_scope("What was Best Buy's net profit margin in FY2017?", profiles[1:], max_filings=3)
+        assert not any("names all of" in r for m in alone.matches for r in m.reasons)
+        assert names_whole_company("Best Buy", "BEST BUY CO., INC.") and names_whole_company(
+            "Coca-Cola", "The Coca-Cola Co"
+        )
+        assert not names_whole_company("Best Buy", "Best Buy Holdings Inc.") and not names_whole_company("", "Best Buy")
 
     def test_year_disambiguation_among_same_company_filings(self):
         assert scope_of("How large were Best Buy's inventories at the end of FY2019?") == ["BESTBUY_2019_10K"]

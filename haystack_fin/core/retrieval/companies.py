@@ -60,6 +60,11 @@ _NAME_SUFFIXES = _words(
     holding group international intl com the and
     """
 )
+# Legal forms only: what may follow a company's own name ("Best Buy Co., Inc."), unlike "holdings" or "group",
+# which name another entity of the same base name ("Best Buy Holdings Inc.").
+_LEGAL_FORMS = _words(
+    "inc incorporated corp corporation co company companies cos ltd limited plc llc lp llp nv sa ag se spa bv"
+)
 
 _CAMEL_LEGAL = re.compile(r"^(?P<head>[A-Z][a-z]+(?:[A-Z][a-z]+)*?)(?P<tail>Co|Corp|Inc)$")
 _TICKER_CONTEXT = re.compile(r"(?:ticker|symbol|NYSE|NASDAQ|Nasdaq|AMEX|CBOE)\s*(?::\s*)?$", re.IGNORECASE)
@@ -88,6 +93,21 @@ def _strip_name(tokens: list[str]) -> list[str]:
     while len(t) > 1 and t[-1] in _NAME_SUFFIXES:
         t.pop()
     return t
+
+
+def names_whole_company(mention: str, company: str) -> bool:
+    """Whether ``mention`` is all of ``company``'s name but its legal form: "Best Buy" is all of "Best Buy Co.,
+    Inc." but not of "Best Buy Holdings Inc.", although both share the grouping key "best buy" (``company_key``
+    drops "holdings" so that a holding company groups with its name). Compared without spaces and punctuation."""
+    tokens = _name_tokens(company)
+    if len(tokens) > 1 and tokens[0] == "the":
+        tokens = tokens[1:]
+    while len(tokens) > 1 and tokens[-1] in _LEGAL_FORMS:
+        tokens.pop()
+    said = _name_tokens(mention)
+    if len(said) > 1 and said[0] == "the":
+        said = said[1:]
+    return bool(said) and "".join(said) == "".join(tokens)
 
 
 def company_key(name: str) -> str:

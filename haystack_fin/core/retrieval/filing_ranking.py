@@ -57,7 +57,7 @@ from typing import Any
 
 from haystack_fin.core import schema
 from haystack_fin.core.ingest.items import ITEMS_8K_SUCCESSOR
-from haystack_fin.core.retrieval.companies import CompanyIndex, CompanyMention
+from haystack_fin.core.retrieval.companies import CompanyIndex, CompanyMention, names_whole_company
 from haystack_fin.core.retrieval.question_scope import (
     DateMention,
     FormHint,
@@ -473,12 +473,20 @@ def resolve_scope(
             rejected.append(FilingMatch(p.filing_id, p.company, p.form, p.period, 0.0, [why_company[key], why]))
     for key in keys:
         entry = index.companies[key]
+        said = [m.text for m in mentions if m.key == key]
+        whole = {fid for fid in entry.filing_ids if any(names_whole_company(t, by_id[fid].company) for t in said)}
+        # One key may group several registrants ("Best Buy Co., Inc." and "Best Buy Holdings Inc."): among equally
+        # scored filings, those of the company the question names in full come first, so that max_filings cannot
+        # cut them for look-alikes.
+        partial = bool(whole) and len(whole) < len(entry.filing_ids)
         scored = []
         for fid in entry.filing_ids:
             p = by_id[fid]
             s, reasons = score_filing(p, scope, target, topics)
+            if partial and fid in whole:
+                reasons = [*reasons, f"the question names all of {p.company}"]
             scored.append((p, s, [why_company[key], *reasons]))
-        scored.sort(key=lambda t: _sort_key(t[0], t[1], target))
+        scored.sort(key=lambda t: (-round(t[1], 6), t[0].filing_id not in whole, _sort_key(t[0], t[1], target)))
         best = scored[0][1]
         kept = [
             FilingMatch(p.filing_id, p.company, p.form, p.period, s, r)
