@@ -272,6 +272,7 @@ class FilingSplitter:
             self.overlap_tokens,
             self.max_table_rows,
             self._text_chunker(),
+            section_texts=self.term_stats and self.section_term_stats,
         )
         if not self.include_images:
             self._drop_chunks(structure, lambda c: c.modality == Modality.IMAGE.value)

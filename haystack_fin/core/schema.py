@@ -90,8 +90,9 @@ ITEMS = "items"
 N_CHUNKS_BY_MODALITY = "n_chunks_by_modality"
 ITEM_TERM_COUNTS = "item_term_counts"
 ITEM_TERM_TOTALS = "item_term_totals"
-# The same one level below the Item, per first heading under the Item title (``section_path[1]``: "NOTE 14: INCOME
-# TAXES", "Liquidity and Capital Resources"): {item: {heading: {cluster id: count}}} and {item: {heading: total}}.
+# The same below the Item, per heading of the first two levels under the Item title (``section_path[1:3]``: "NOTE
+# 14: INCOME TAXES", "Liquidity and Capital Resources"): {item: {heading: {cluster id: count}}} and {item: {heading:
+# total}}. Written only with FilingSplitter(section_term_stats=True).
 SECTION_TERM_COUNTS = "section_term_counts"
 SECTION_TERM_TOTALS = "section_term_totals"
 # A filing node's FLAM term statistics: most of its size, read only by FlamRouter for the filings in scope.

@@ -216,6 +216,7 @@ def structure_filing(
     overlap_tokens: int = 20,
     max_table_rows: int = 15,
     text_chunker: TextChunker = chunk_paragraphs,
+    section_texts: bool = False,
 ) -> FilingStructure:
     """Clean pages, find Item (or heading) sections and cut every section into text, table and image chunks.
 
@@ -224,6 +225,8 @@ def structure_filing(
     :param filing_id: used to build table ids.
     :param text_chunker: packs each run of paragraphs (one Item, between tables) into text chunks; default
         ``chunk_paragraphs``, or ``semantic.semantic_chunks`` bound to an embedder.
+    :param section_texts: also keep the text under each heading of the first ``SECTION_DEPTH`` levels of every
+        Item (``ItemSummary.sections``, for per-section term counts); off, they stay empty.
     """
     elements = join_page_breaks(remove_page_furniture(parsed.elements))
     family = form_family(form)
@@ -233,7 +236,7 @@ def structure_filing(
     items: list[ItemSummary] = []
     for section in sections:
         label = item_label(section, family)
-        section_texts: dict[str, list[str]] = {}
+        texts: dict[str, list[str]] | None = {} if section_texts else None
         records = _section_chunks(
             elements,
             section,
@@ -244,7 +247,7 @@ def structure_filing(
             overlap_tokens,
             max_table_rows,
             text_chunker,
-            section_texts,
+            texts,
         )
         text = "\n".join(el.text for el in elements[section.start : section.end] if el.kind != "image")
         items.append(
@@ -256,7 +259,7 @@ def structure_filing(
                 section.end_page,
                 len(records),
                 text,
-                {heading: "\n".join(texts) for heading, texts in section_texts.items()},
+                {heading: "\n".join(parts) for heading, parts in (texts or {}).items()},
             )
         )
         chunks.extend(records)
