@@ -219,9 +219,17 @@ def distractors(by_filing: dict[str, list[Document]], n_clones: int) -> Iterator
 def _open_store(backend: str, path: Path, recreate: bool) -> Any:
     if backend == "edge":
         from haystack_fin.document_stores.qdrant_edge.document_store import QdrantEdgeDocumentStore
+        from haystack_fin.pipeline_loader import pipeline_dict
 
+        # The store settings `haystack-fin index` writes with (the shipped indexing YAML's, e.g. hnsw_m).
+        shipped = pipeline_dict("indexing")["components"]["writer"]["init_parameters"]["document_store"]
         return QdrantEdgeDocumentStore(
-            path=str(path), index=INDEX, embedding_dim=DIM, return_embedding=True, recreate_index=recreate
+            path=str(path),
+            index=INDEX,
+            embedding_dim=DIM,
+            return_embedding=True,
+            recreate_index=recreate,
+            hnsw_m=shipped["init_parameters"].get("hnsw_m"),
         )
     from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
 

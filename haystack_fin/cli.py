@@ -123,6 +123,24 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 1 if report.n_failed else 0
 
 
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    from haystack_fin.indexing_runner import add_filing_vectors
+    from haystack_fin.pipeline_loader import pipeline_dict
+
+    _check_store(args, pipeline_dict("indexing", args.store, args.qdrant_url, args.index), create=False)
+    store = _store_from_args(args)
+    store.return_embedding = True  # the filing vectors are computed from the chunks' vectors
+    try:
+        updated = add_filing_vectors(store, quiet=args.quiet)
+        if callable(getattr(store, "optimize", None)) and not args.no_optimize:
+            store.optimize()
+    finally:
+        store.close()
+    if not args.quiet:
+        print(f"added filing vectors to {updated} filing(s)", file=sys.stderr)
+    return 0
+
+
 def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, Any]]:
     """The ``inspect`` contract: one dict per filing, read from the filing nodes."""
     from haystack_fin.core import schema
@@ -501,6 +519,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser(
+        "upgrade",
+        help="bring a store written by an older haystack-fin up to date (filing vectors), then optimize it",
+    )
+    _add_store_args(p)
+    p.add_argument("--no-optimize", action="store_true", help="skip optimizing the embedded store afterwards")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    p.set_defaults(func=cmd_upgrade)
 
     p = sub.add_parser("inspect", help="list indexed filings with their Items")
     _add_store_args(p)

@@ -482,6 +482,39 @@ def parse_filings(
         yield from pool.parse(sources, meta, timeout_s)
 
 
+def add_filing_vectors(store: Any, quiet: bool = False) -> int:
+    """Give each filing node that has no vector the filing vector of its chunks (what ``FilingWriter`` writes with
+    every filing since filing vectors exist): one filtered read of a filing's chunk vectors and one write per
+    filing. ``store`` must return embeddings. Returns how many filing nodes were updated.
+    """
+    from dataclasses import replace
+
+    from haystack.document_stores.types import DuplicatePolicy
+    from tqdm import tqdm
+
+    from haystack_fin.core.retrieval.filing_vectors import filing_vector
+
+    is_filing = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": schema.NodeType.FILING.value}
+    todo = [node for node in store.filter_documents(filters=is_filing) if node.embedding is None]
+    updated = 0
+    for node in tqdm(todo, desc="filing vectors", unit="filing", disable=quiet):
+        filing = schema.FilingNode.from_meta(node.meta)
+        conditions = [
+            {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing.filing_id},
+            {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": schema.NodeType.CHUNK.value},
+        ]
+        if filing.index_run:  # the chunks of the run the filing node names (a re-index may have left others)
+            conditions.append({"field": f"meta.{schema.INDEX_RUN}", "operator": "==", "value": filing.index_run})
+        chunks = store.filter_documents(filters={"operator": "AND", "conditions": conditions})
+        vector = filing_vector([c.embedding for c in chunks if c.embedding is not None])
+        if vector is None:
+            logger.warning("%s: no chunk vectors, so no filing vector", filing.filing_id)
+            continue
+        store.write_documents([replace(node, embedding=vector)], policy=DuplicatePolicy.OVERWRITE)
+        updated += 1
+    return updated
+
+
 def _optimize_stores(write: Pipeline, names: Iterable[str], quiet: bool) -> float:
     t0 = time.perf_counter()
     seen: set[int] = set()

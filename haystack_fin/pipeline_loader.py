@@ -38,9 +38,11 @@ _EDGE_PARAMS = frozenset(
         "write_batch_size",
         "progress_bar",
         "memory",
+        "hnsw_m",
     }
 )
-_EDGE_ONLY_PARAMS = frozenset({"payload_indexes", "memory"})
+# A Qdrant server keeps its default HNSW (built in the background; the server's scale-out settings are in the README).
+_EDGE_ONLY_PARAMS = frozenset({"payload_indexes", "memory", "hnsw_m"})
 # A Qdrant server gets the payload indexes the Edge store creates with its shard (``DEFAULT_PAYLOAD_INDEXES``): the
 # retriever loads a filing by ``filing_id`` and scope reads the ``node_type == "filing"`` nodes, and without a
 # keyword index each of those filters scans the whole collection. Created with the collection (qdrant-haystack

@@ -252,3 +252,44 @@ def test_the_store_is_optimized_once_after_a_batch_that_wrote(fixtures, tmp_path
         [bad], _no_model_pipeline(pipeline_dict("indexing"), tmp_path / "c"), quiet=True, in_process=True
     )
     assert nothing.n_failed == 1 and len(calls) == 1
+
+
+def test_upgrade_gives_an_older_stores_filing_nodes_their_vectors(tmp_path):
+    """A store written before filing vectors existed: ``haystack-fin upgrade`` adds them from the chunks of the run
+    each filing node names, then optimizes without a global graph (the indexing YAML's hnsw_m: 0)."""
+    import json
+
+    from haystack import Document
+
+    from haystack_fin.cli import main
+
+    def unit(*weights: tuple[int, float]) -> list[float]:
+        vector = [0.0] * 384
+        for index, weight in weights:
+            vector[index] = weight
+        return vector
+
+    path = tmp_path / "old"
+    store = QdrantEdgeDocumentStore(path=str(path), return_embedding=True)  # what an older haystack-fin wrote
+    docs = []
+    for fid, vectors in (("A", [unit((0, 1.0)), unit((1, 1.0))]), ("B", [unit((2, 2.0))]), ("C", [])):
+        docs.append(
+            Document(id=f"{fid}#filing", content="", meta={"node_type": "filing", "filing_id": fid, "index_run": "r1"})
+        )
+        for i, v in enumerate(vectors):
+            meta = {"node_type": "chunk", "filing_id": fid, "index_run": "r1"}
+            docs.append(Document(id=f"{fid}#chunk-{i}", content="c", meta=meta, embedding=v))
+    # a chunk left over from an older run of A does not count
+    old_run = {"node_type": "chunk", "filing_id": "A", "index_run": "r0"}
+    docs.append(Document(id="A#old", content="c", meta=old_run, embedding=unit((3, 1.0))))
+    store.write_documents(docs)
+    store.close()
+    assert main(["upgrade", "--store", str(path), "-q"]) == 0
+    reopened = QdrantEdgeDocumentStore(path=str(path), return_embedding=True)
+    found = reopened.filter_documents({"field": "meta.node_type", "operator": "==", "value": "filing"})
+    reopened.close()
+    by_id = {d.id: d.embedding for d in found}
+    assert by_id["A#filing"] == pytest.approx(unit((0, 2**-0.5), (1, 2**-0.5)))
+    assert by_id["B#filing"] == pytest.approx(unit((2, 1.0)))
+    assert by_id["C#filing"] is None  # no chunk vectors, no filing vector
+    assert json.loads((path / "haystack_fin" / "edge_config.json").read_text())["hnsw_config"]["m"] == 0

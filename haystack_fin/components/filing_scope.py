@@ -66,6 +66,7 @@ class FilingScope(SharedStoreClient):
         aliases: dict[str, list[str]] | None = None,
         unscoped_max_filings: int | None = 10,
         refresh_seconds: float | None = 30.0,
+        unscoped_candidate_filings: int | None = 64,
     ) -> None:
         """
         :param document_store: the store holding the ``filing`` nodes (and the chunks the filters select).
@@ -73,6 +74,9 @@ class FilingScope(SharedStoreClient):
         :param unscoped_max_filings: at most this many filings when the question names none (None: every filing).
             Chosen by a vector search for the question over all chunks when ``run`` gets ``query_embedding``,
             else by period and form alone.
+        :param unscoped_candidate_filings: in a store with more filing vectors (``FilingWriter``) than this, that
+            vector search reads only the chunks of this many filings, nearest to the question by filing vector,
+            so that it never reads every vector of a large store (None: every chunk, whatever the store's size).
         :param aliases: extra names per company, keyed by the company's name, ticker or one of its filing ids,
             e.g. ``{"THE COCA-COLA COMPANY": ["coke"]}``.
         :param refresh_seconds: re-read the filing profiles when the cached ones are older (one read of the filing
@@ -86,6 +90,14 @@ class FilingScope(SharedStoreClient):
             or unscoped_max_filings < 1
         ):
             raise ValueError(f"unscoped_max_filings must be a positive integer or None, got {unscoped_max_filings!r}")
+        if unscoped_candidate_filings is not None and (
+            isinstance(unscoped_candidate_filings, bool)
+            or not isinstance(unscoped_candidate_filings, int)
+            or unscoped_candidate_filings < 1
+        ):
+            raise ValueError(
+                f"unscoped_candidate_filings must be a positive integer or None, got {unscoped_candidate_filings!r}"
+            )
         if aliases is not None and not all(
             isinstance(k, str) and isinstance(v, list) and all(isinstance(a, str) for a in v)
             for k, v in aliases.items()
@@ -100,6 +112,7 @@ class FilingScope(SharedStoreClient):
         self.aliases = aliases
         self.unscoped_max_filings = unscoped_max_filings
         self.refresh_seconds = refresh_seconds
+        self.unscoped_candidate_filings = unscoped_candidate_filings
         self._read_at = 0.0
         self._store: Any = None
         self._profiles: list[FilingProfile] | None = None
@@ -114,6 +127,7 @@ class FilingScope(SharedStoreClient):
             aliases=self.aliases,
             unscoped_max_filings=self.unscoped_max_filings,
             refresh_seconds=self.refresh_seconds,
+            unscoped_candidate_filings=self.unscoped_candidate_filings,
         )
 
     @classmethod
@@ -216,8 +230,8 @@ class FilingScope(SharedStoreClient):
         if limit is not None and not decision.scoped and len(decision.filing_ids) > limit:
             nearest: list[str] = []
             if query_embedding:
-                # Ten chunks per filing kept is enough votes to rank them; Edge answers a global k-NN in ~16 ms.
-                nearest = nearest_filings(self._store, query_embedding, 10 * limit)[0]
+                # Ten chunks per filing kept is enough votes to rank them.
+                nearest = nearest_filings(self._store, query_embedding, 10 * limit, self.unscoped_candidate_filings)[0]
             decision = bound_unscoped(decision, nearest, limit)
         decision = self._say_what_is_not_there(query, decision, analysed, bool(filing_ids))
         ids = decision.filing_ids

@@ -1,9 +1,11 @@
+from dataclasses import replace
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.document_stores.types import DocumentStore, DuplicatePolicy
 
 from haystack_fin.core import schema
+from haystack_fin.core.retrieval.filing_vectors import filing_vector
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +23,10 @@ class FilingWriter:
     of two runs while a re-index is under way. Works with any
     Haystack document store that implements ``delete_by_filter`` (Qdrant, InMemory, ...).
 
+    Each filing node is written with a vector, the unit-length mean of its chunks' vectors in the same write
+    (``filing_vectors``): ``FilingScope`` and ``DenseFilingScope`` search these before they search chunks, so a
+    question that names no company never reads every chunk vector of a large store.
+
     Usage example:
     ```python
     from haystack.document_stores.in_memory import InMemoryDocumentStore
@@ -31,16 +37,26 @@ class FilingWriter:
     ```
     """
 
-    def __init__(self, document_store: DocumentStore, policy: DuplicatePolicy = DuplicatePolicy.OVERWRITE):
+    def __init__(
+        self,
+        document_store: DocumentStore,
+        policy: DuplicatePolicy = DuplicatePolicy.OVERWRITE,
+        filing_vectors: bool = True,
+    ):
         """
         :param document_store: where to write.
         :param policy: duplicate policy for the upsert; OVERWRITE (default) is what makes re-indexing replace.
+        :param filing_vectors: give each filing node that has no embedding the unit-length mean of its chunks'
+            embeddings in this write (a filing without embedded chunks keeps none).
         """
         self.document_store = document_store
         self.policy = policy
+        self.filing_vectors = filing_vectors
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, document_store=self.document_store, policy=self.policy.name)
+        return default_to_dict(
+            self, document_store=self.document_store, policy=self.policy.name, filing_vectors=self.filing_vectors
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FilingWriter":
@@ -75,8 +91,11 @@ class FilingWriter:
         :param filing_nodes: filing nodes.
         :returns: ``documents_written``, ``stale_deleted`` (nodes of earlier runs removed) and ``filing_ids``.
         """
+        filing_nodes = list(filing_nodes or [])
+        if self.filing_vectors:
+            filing_nodes = with_filing_vectors(filing_nodes, documents)
         # Filing nodes last (see the class docstring): readers take a filing's run from its filing node.
-        nodes = [*documents, *(filing_nodes or [])]
+        nodes = [*documents, *filing_nodes]
         runs: dict[str, str] = {}
         for node in nodes:
             fid, run = node.meta.get(schema.FILING_ID), node.meta.get(schema.INDEX_RUN)
@@ -105,3 +124,19 @@ class FilingWriter:
         if deleted:
             logger.info("Deleted {deleted} stale nodes of {filing_ids}", deleted=deleted, filing_ids=", ".join(runs))
         return {"documents_written": written, "stale_deleted": deleted, "filing_ids": list(runs)}
+
+
+def with_filing_vectors(filing_nodes: list[Document], documents: list[Document]) -> list[Document]:
+    """``filing_nodes`` (copies where changed), each without an embedding given the filing vector of its chunks
+    among ``documents`` (``core.retrieval.filing_vectors``)."""
+    vectors: dict[str, list[list[float]]] = {}
+    for doc in documents:
+        if doc.embedding is not None and doc.meta.get(schema.NODE_TYPE) == schema.NodeType.CHUNK.value:
+            vectors.setdefault(str(doc.meta.get(schema.FILING_ID)), []).append(doc.embedding)
+    out = []
+    for node in filing_nodes:
+        vector = (
+            None if node.embedding is not None else filing_vector(vectors.get(str(node.meta.get(schema.FILING_ID)), []))
+        )
+        out.append(node if vector is None else replace(node, embedding=vector))
+    return out

@@ -282,6 +282,68 @@ def test_an_unscoped_question_in_a_large_index_is_bounded_by_its_nearest_chunks(
         FilingScope(document_store=store, unscoped_max_filings=0)
 
 
+def test_in_a_store_with_more_filing_vectors_than_candidates_only_the_candidates_chunks_vote():
+    """The unscoped search reads the filing vectors first; only the nearest filings' chunks are then searched."""
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    from haystack_fin.components.dense_filing_scope import DenseFilingScope
+
+    def unit(i: int) -> list[float]:
+        return [1.0 if j == i else 0.0 for j in range(12)]
+
+    docs = []
+    for n in range(12):
+        fid = f"CO{n}_2022_10K"
+        meta = {"node_type": "filing", "filing_id": fid, "company": f"Company {n} Inc.", "form": "10-K"}
+        # CO2's chunk is near the question but its filing as a whole (its filing vector) is not
+        filing_vector = unit(11) if n == 2 else unit(n)
+        docs.append(
+            Document(
+                id=f"{fid}#filing",
+                content="",
+                embedding=filing_vector,
+                meta={**meta, "fiscal_year": 2022, "period": "FY2022"},
+            )
+        )
+        docs.append(
+            Document(
+                id=f"{fid}#chunk-00000", content="t", embedding=unit(n), meta={"node_type": "chunk", "filing_id": fid}
+            )
+        )
+    store = InMemoryDocumentStore()
+    store.write_documents(docs)
+    near = [0.0] * 12
+    near[7], near[2], near[3] = 1.0, 0.5, 0.2
+    question = "Which filer reported the largest goodwill impairment?"
+
+    def nearest_by_chunks(candidates: int | None) -> tuple[str, list[str]]:
+        scope = FilingScope(document_store=store, unscoped_max_filings=3, unscoped_candidate_filings=candidates)
+        out = scope.run(query=question, query_embedding=near)
+        return out["scope"]["reason"], out["filing_ids"]
+
+    reason, every_chunk = nearest_by_chunks(None)
+    assert every_chunk == ["CO7_2022_10K", "CO2_2022_10K", "CO3_2022_10K"]
+    assert "3 by the nearest chunks" in reason
+    # 12 filing vectors, 2 candidates: CO7 and CO3 are the filings nearest by filing vector; CO2 is not searched
+    reason, two = nearest_by_chunks(2)
+    assert two[:2] == ["CO7_2022_10K", "CO3_2022_10K"] and "2 by the nearest chunks" in reason
+    # fewer filing vectors than candidates (a small store, or one written without them): every chunk is searched
+    assert nearest_by_chunks(64)[1] == every_chunk
+    dense = DenseFilingScope(document_store=store, top_k=5, max_filings=3, candidate_filings=2).run(
+        query_embedding=near
+    )
+    assert dense["filing_ids"] == ["CO7_2022_10K", "CO3_2022_10K"]
+    assert "among the 2 filings nearest by filing vector" in dense["scope"]["reason"]
+    assert (
+        DenseFilingScope.from_dict(
+            DenseFilingScope(document_store=store, candidate_filings=5).to_dict()
+        ).candidate_filings
+        == 5
+    )
+    with pytest.raises(ValueError, match="unscoped_candidate_filings"):
+        FilingScope(document_store=store, unscoped_candidate_filings=0)
+
+
 @pytest.mark.parametrize(("refresh_seconds", "sees_new"), [(0.0, True), (None, False)], ids=["ttl-0", "no-ttl"])
 def test_a_filing_indexed_after_start_is_seen_after_refresh_seconds(refresh_seconds, sees_new):
     """A long-running server: the profiles are re-read once they are older than ``refresh_seconds``."""

@@ -43,6 +43,37 @@ class TestFilingWriter:
         assert isinstance(restored.document_store, InMemoryDocumentStore)
         assert restored.policy == DuplicatePolicy.OVERWRITE
 
+    def test_filing_nodes_get_the_mean_direction_of_their_chunks(self):
+        chunks, filing = _nodes("run1", 2)
+        chunks = [
+            Document(id=c.id, content=c.content, meta={**c.meta, "node_type": "chunk"}, embedding=v)
+            for c, v in zip(chunks, ([3.0, 0.0], [0.0, 1.0]), strict=True)
+        ]
+        summary = Document(id="acme-10k#summary-1", content="s", meta={**chunks[0].meta, "node_type": "summary"})
+        filing = [Document(id=filing[0].id, content="profile", meta={**filing[0].meta, "node_type": "filing"})]
+        store = InMemoryDocumentStore()
+        FilingWriter(document_store=store).run(documents=[*chunks, summary], filing_nodes=filing)
+        vector = store.filter_documents({"field": "meta.node_type", "operator": "==", "value": "filing"})[0].embedding
+        assert vector == pytest.approx([2**-0.5, 2**-0.5])  # unit vectors averaged: length does not weigh
+        assert filing[0].embedding is None  # the caller's node is not changed
+        plain = InMemoryDocumentStore()
+        FilingWriter(document_store=plain, filing_vectors=False).run(documents=chunks, filing_nodes=filing)
+        assert (
+            plain.filter_documents({"field": "meta.node_type", "operator": "==", "value": "filing"})[0].embedding
+            is None
+        )
+        assert (
+            FilingWriter.from_dict(FilingWriter(document_store=plain, filing_vectors=False).to_dict()).filing_vectors
+            is False
+        )
+
+    def test_a_filing_without_embedded_chunks_keeps_no_vector(self):
+        chunks, filing = _nodes("run1", 2)
+        store = InMemoryDocumentStore()
+        FilingWriter(document_store=store).run(documents=chunks, filing_nodes=filing)
+        assert store.filter_documents({"field": "meta.filing_id", "operator": "==", "value": "acme-10k"})
+        assert all(d.embedding is None for d in store.filter_documents())
+
 
 def test_reindex_with_qdrant_lookup_path():
     from haystack_integrations.document_stores.qdrant import QdrantDocumentStore

@@ -446,6 +446,30 @@ def test_store_to_dict_from_dict():
             QdrantEdgeDocumentStore(path="./idx", **bad)
 
 
+def test_hnsw_m_is_validated_serialized_and_recorded_in_the_shard(fast_dir):
+    assert QdrantEdgeDocumentStore(path="./idx").to_dict()["init_parameters"]["hnsw_m"] is None
+    for bad in (-1, True, 1.5):
+        with pytest.raises(ValueError, match="hnsw_m"):
+            QdrantEdgeDocumentStore(path="./idx", hnsw_m=bad)
+    store = QdrantEdgeDocumentStore(path=str(fast_dir), embedding_dim=4, hnsw_m=0)
+    assert QdrantEdgeDocumentStore.from_dict(store.to_dict()).hnsw_m == 0
+    store.write_documents([Document(id=f"d{i}", content="x", embedding=[1, i, 0, 0]) for i in range(20)])
+    store.optimize()  # merges without a graph: searches still answer
+    assert [d.id for d in store._query_by_embedding([1, 19, 0, 0], top_k=1)] == ["d19"]
+    store.close()
+    config = json.loads((fast_dir / "haystack_fin" / "edge_config.json").read_text())
+    assert config["hnsw_config"]["m"] == 0
+    # None keeps what the shard recorded; a number given on open replaces it for the segments built afterwards
+    kept = QdrantEdgeDocumentStore(path=str(fast_dir), embedding_dim=4)
+    assert kept.count_documents() == 20
+    kept.close()
+    assert json.loads((fast_dir / "haystack_fin" / "edge_config.json").read_text())["hnsw_config"]["m"] == 0
+    changed = QdrantEdgeDocumentStore(path=str(fast_dir), embedding_dim=4, hnsw_m=8)
+    assert changed.count_documents() == 20
+    changed.close()
+    assert json.loads((fast_dir / "haystack_fin" / "edge_config.json").read_text())["hnsw_config"]["m"] == 8
+
+
 # -- retriever --------------------------------------------------------------------------------------------------------
 @pytest.fixture
 def retrieval_store(fast_dir):

@@ -13,6 +13,9 @@ Qdrant Edge verified facts this module relies on (qdrant-edge-py 0.9.0):
 - Updates are durable once ``update`` returns (WAL): a process killed without ``flush``/``close`` loses nothing.
 - Optimizers run only when ``optimize()`` is called (no background threads): writes land in an appendable segment
   searched by brute force with payload indexes; ``optimize()`` builds HNSW (minutes for 50k x 384 on 2 cores).
+- ``HnswIndexConfig(m=0, ...)`` builds no graph: ``optimize()`` of 200k x 384 took 2.5 s against 221 s at Qdrant's
+  default m=16. A config given to ``EdgeShard.load`` is persisted in ``edge_config.json`` and used by the next
+  ``optimize()``.
 - Vectors and payload are memory-mapped. Their default placement, ``Memory.Cached``, reads every page of them into
   the process on open (measured: 1.3 GB resident right after opening a 637k-point, 1.9 GB shard), so memory grows
   with the store; ``Memory.Cold`` maps them without reading, and only the pages a query touches become resident.
@@ -98,6 +101,7 @@ class QdrantEdgeDocumentStore:
         write_batch_size: int = 256,
         progress_bar: bool = False,
         memory: Literal["cold", "cached"] = "cold",
+        hnsw_m: int | None = None,
     ) -> None:
         """
         :param path: folder that holds the store's shards (created on first use).
@@ -115,6 +119,13 @@ class QdrantEdgeDocumentStore:
         :param memory: placement of the vectors and payload: ``cold`` (memory-mapped, read on first access: memory
             follows what queries touch, not the store's size) or ``cached`` (read into memory when the store opens:
             faster first queries, memory grows with the store). Applied on every open, so it can be changed.
+        :param hnsw_m: edges per node of the HNSW graph that ``optimize()`` builds over all vectors; ``0`` builds
+            none, so ``optimize()`` only merges segments (seconds where a graph takes hours for millions of
+            vectors), filtered searches use the payload indexes as before, and an unfiltered k-NN scans every
+            vector. ``None`` keeps the shard's setting (a new shard: Qdrant's default, 16). haystack-fin's own
+            pipelines set 0: their only search across filings reads one vector per filing first
+            (``FilingScope``'s ``unscoped_candidate_filings``). Recorded in the shard; a change applies to the
+            segments built afterwards.
         """
         if memory not in self.MEMORY:
             raise ValueError(f"memory must be one of {sorted(self.MEMORY)}, got {memory!r}")
@@ -126,6 +137,8 @@ class QdrantEdgeDocumentStore:
             raise ValueError(f"index must be a folder name, got {index!r}")
         if not isinstance(write_batch_size, int) or write_batch_size < 1:
             raise ValueError(f"write_batch_size must be a positive integer, got {write_batch_size!r}")
+        if hnsw_m is not None and (isinstance(hnsw_m, bool) or not isinstance(hnsw_m, int) or hnsw_m < 0):
+            raise ValueError(f"hnsw_m must be a non-negative integer or None, got {hnsw_m!r}")
         if not isinstance(payload_indexes, list | None) or not all(
             isinstance(name, str) and name for name in payload_indexes or []
         ):
@@ -140,6 +153,7 @@ class QdrantEdgeDocumentStore:
         self.write_batch_size = write_batch_size
         self.progress_bar = progress_bar
         self.memory = memory
+        self.hnsw_m = hnsw_m
         # Nothing touches the disk before first use: pipelines deserialize stores they may never open.
         self._shard: qe.EdgeShard | None = None
         self._recreated = False
@@ -211,7 +225,11 @@ class QdrantEdgeDocumentStore:
     def _edge_config(self) -> qe.EdgeConfig:
         memory = self.MEMORY[self.memory]
         vectors = qe.EdgeVectorParams(size=self.embedding_dim, distance=self.SIMILARITY[self.similarity], memory=memory)
-        return qe.EdgeConfig(vectors=vectors, payload_memory=memory)
+        hnsw = None
+        if self.hnsw_m is not None:
+            # ef_construct and full_scan_threshold are Qdrant's defaults; Edge wants all three together.
+            hnsw = qe.HnswIndexConfig(m=self.hnsw_m, ef_construct=100, full_scan_threshold=10_000)
+        return qe.EdgeConfig(vectors=vectors, payload_memory=memory, hnsw_config=hnsw)
 
     def _delete_shard_folder(self, shard_dir: Path) -> None:
         if not shard_dir.exists():
@@ -277,13 +295,14 @@ class QdrantEdgeDocumentStore:
             shard.close()
 
     def optimize(self) -> bool:
-        """Merge segments and build the HNSW index (blocking; minutes for ~50k points on 2 cores).
+        """Merge segments and build the HNSW index (blocking; with ``hnsw_m=0`` no graph is built: seconds for
+        200k points on 2 cores, against minutes for 50k with a graph).
 
         Not called by writes (each write would rebuild); ``indexing_runner.index_filings`` (``haystack-fin index``)
-        calls it once after a batch. Filtered retrieval over the payload indexes is fast without it; a k-NN over
-        the whole store (a question naming no company) reads every vector without the HNSW index it builds
-        (measured at 637,222 nodes: 176-385 ms and +940 MB resident per such query before, 43-95 ms and +14 MB
-        after).
+        calls it once after a batch. It turns the appendable segments that writes land in, whose id trackers and
+        payload indexes are held in memory, into memory-mapped immutable ones. Filtered retrieval over the payload
+        indexes is fast either way. An unfiltered k-NN reads every vector unless a graph was built (measured at
+        637,222 nodes: 176-385 ms and +940 MB resident per query without, 43-95 ms and +14 MB with).
 
         :returns: whether anything was optimized.
         """
@@ -303,6 +322,7 @@ class QdrantEdgeDocumentStore:
             write_batch_size=self.write_batch_size,
             progress_bar=self.progress_bar,
             memory=self.memory,
+            hnsw_m=self.hnsw_m,
         )
 
     @classmethod
