@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from haystack import Pipeline
 
+from haystack_fin import pipelines_dir
 from haystack_fin.document_stores.qdrant_edge.document_store import DEFAULT_PAYLOAD_INDEXES
 from haystack_fin.store_check import EDGE_STORE_TYPE, QDRANT_STORE_TYPE, store_nodes
 
@@ -50,14 +51,6 @@ _EDGE_ONLY_PARAMS = frozenset({"payload_indexes", "memory", "hnsw_m"})
 SERVER_PAYLOAD_INDEXES: list[dict[str, str]] = [
     {"field_name": f"meta.{name}", "field_schema": "keyword"} for name in DEFAULT_PAYLOAD_INDEXES
 ]
-
-
-def pipelines_dir() -> Path:
-    """The folder holding the shipped YAML: inside the wheel, or the repository's ``pipelines/``."""
-    packaged = Path(__file__).parent / "pipelines"
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parent.parent / "pipelines"
 
 
 def _store_params(store_path: str | None, qdrant_url: str | None, index: str | None) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,15 @@ def test_ask_cli_cites_the_statement_page(tmp_path, fixtures, capsys):
     printed = capsys.readouterr().out
     assert "Statements: balance_sheet 1.0 (" in printed and "Item I-1, p. 3 [table]" in printed
     assert "Fallback: tier " in printed  # the modality fallback's decision, whichever tier fired
+    # The console script runs `ask` without torch (torch_free: the shipped query pipeline runs no torch model) and
+    # gives the same passages as main() in this process, where torch is importable.
+    probe = (
+        "import runpy, sys; sys.argv = ['haystack-fin', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('haystack_fin.cli', run_name='__main__')\n"
+        "finally:\n    print('torch:', sys.modules.get('torch', 'never imported'), file=sys.stderr)\n"
+    )
+    argv = [sys.executable, "-c", probe, "ask", question, "--store", store_dir, "--json", "--no-llm", "-k", "3"]
+    child = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr
+    assert "torch: None" in child.stderr
+    assert [p["id"] for p in json.loads(child.stdout)["passages"]] == [p["id"] for p in out["passages"]]
