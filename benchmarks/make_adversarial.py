@@ -128,18 +128,23 @@ def _money(rng: random.Random) -> str:
 class _DocFonts:
     """Per-document xrefs of the two base-14 fonts the raw content streams use (/F1 Helvetica, /F2 bold)."""
 
-    _by_doc: dict[int, tuple[int, int]] = {}  # noqa: RUF012 - a registry, cleared by _save
+    # Keyed by id() but holding the document: a document closed without _save stays registered, and were only its
+    # id kept, a later document given the same address would be taken for it and get no fonts of its own (the
+    # generator's output then depended on memory addresses).
+    _by_doc: dict[int, tuple[pymupdf.Document, tuple[int, int]]] = {}  # noqa: RUF012 - a registry, cleared by _save
 
     @classmethod
     def get(cls, doc: pymupdf.Document) -> tuple[int, int]:
-        if id(doc) not in cls._by_doc:
+        entry = cls._by_doc.get(id(doc))
+        if entry is None or entry[0] is not doc:
             xrefs = []
             for base in ("Helvetica", "Helvetica-Bold"):
                 xref = doc.get_new_xref()
                 doc.update_object(xref, f"<</Type/Font/Subtype/Type1/BaseFont/{base}/Encoding/WinAnsiEncoding>>")
                 xrefs.append(xref)
-            cls._by_doc[id(doc)] = (xrefs[0], xrefs[1])
-        return cls._by_doc[id(doc)]
+            entry = (doc, (xrefs[0], xrefs[1]))
+            cls._by_doc[id(doc)] = entry
+        return entry[1]
 
     @classmethod
     def forget(cls, doc: pymupdf.Document) -> None:
