@@ -145,7 +145,7 @@ def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, 
     """The ``inspect`` contract: one dict per filing, read from the filing nodes."""
     from haystack_fin.core import schema
 
-    conditions = [{"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": schema.NodeType.FILING.value}]
+    conditions = [schema.node_type_filter(schema.NodeType.FILING)]
     if filing_id:
         conditions.append({"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id})
     found = store.filter_documents(filters={"operator": "AND", "conditions": conditions})

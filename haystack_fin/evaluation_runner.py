@@ -156,9 +156,7 @@ def _indexed_filings(store_path: str | None, qdrant_url: str | None) -> set[str]
 
     store = indexing_store(store_path, qdrant_url)
     try:
-        nodes = store.filter_documents(
-            {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": schema.NodeType.FILING.value}
-        )
+        nodes = store.filter_documents(schema.node_type_filter(schema.NodeType.FILING))
         return {schema.FilingNode.from_meta(n.meta).filing_id for n in nodes}
     finally:
         store.close()

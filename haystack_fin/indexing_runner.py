@@ -487,30 +487,28 @@ def add_filing_vectors(store: Any, quiet: bool = False) -> int:
     every filing since filing vectors exist): one filtered read of a filing's chunk vectors and one write per
     filing. ``store`` must return embeddings. Returns how many filing nodes were updated.
     """
-    from dataclasses import replace
-
     from haystack.document_stores.types import DuplicatePolicy
     from tqdm import tqdm
 
-    from haystack_fin.core.retrieval.filing_vectors import filing_vector
+    from haystack_fin.components.filing_writer import with_filing_vectors
 
-    is_filing = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": schema.NodeType.FILING.value}
+    is_filing = schema.node_type_filter(schema.NodeType.FILING)
     todo = [node for node in store.filter_documents(filters=is_filing) if node.embedding is None]
     updated = 0
     for node in tqdm(todo, desc="filing vectors", unit="filing", disable=quiet):
         filing = schema.FilingNode.from_meta(node.meta)
         conditions = [
             {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing.filing_id},
-            {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": schema.NodeType.CHUNK.value},
+            schema.node_type_filter(schema.NodeType.CHUNK),
         ]
         if filing.index_run:  # the chunks of the run the filing node names (a re-index may have left others)
             conditions.append({"field": f"meta.{schema.INDEX_RUN}", "operator": "==", "value": filing.index_run})
         chunks = store.filter_documents(filters={"operator": "AND", "conditions": conditions})
-        vector = filing_vector([c.embedding for c in chunks if c.embedding is not None])
-        if vector is None:
+        [with_vector] = with_filing_vectors([node], chunks)  # FilingWriter's rule, on the stored chunks
+        if with_vector.embedding is None:
             logger.warning("%s: no chunk vectors, so no filing vector", filing.filing_id)
             continue
-        store.write_documents([replace(node, embedding=vector)], policy=DuplicatePolicy.OVERWRITE)
+        store.write_documents([with_vector], policy=DuplicatePolicy.OVERWRITE)
         updated += 1
     return updated
 

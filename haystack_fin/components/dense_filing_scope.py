@@ -5,13 +5,12 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
-from haystack_fin.core.schema import NodeType
 from haystack_fin.store_registry import SharedStoreClient
 
 logger = logging.getLogger(__name__)
 
-_CHUNKS = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.CHUNK.value}
-_FILINGS = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.FILING.value}
+_CHUNKS = schema.node_type_filter(schema.NodeType.CHUNK)
+_FILINGS = schema.node_type_filter(schema.NodeType.FILING)
 
 
 def nearest_nodes(store: Any, query_embedding: list[float], filters: dict[str, Any], top_k: int) -> list[Document]:

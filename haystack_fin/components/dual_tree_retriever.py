@@ -326,12 +326,12 @@ class DualTreeRetriever(SharedStoreClient):
             return named
         # No filing named: ask the (few) filing nodes which filings the filter selects. This scans the collection,
         # so a query pipeline should scope filings first (budgets or a filing_id filter).
-        node_filter = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.FILING.value}
+        node_filter = schema.node_type_filter(schema.NodeType.FILING)
         flt = {"operator": "AND", "conditions": [filters, node_filter]} if filters else node_filter
         ids = {str(d.meta.get(schema.FILING_ID)) for d in self._store.filter_documents(filters=flt)}
         if not ids and filters:
             # The filter names chunk fields only (e.g. modality): find the filings through their chunks.
-            chunk_filter = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.CHUNK.value}
+            chunk_filter = schema.node_type_filter(schema.NodeType.CHUNK)
             docs = self._store.filter_documents(filters={"operator": "AND", "conditions": [filters, chunk_filter]})
             ids = {str(d.meta.get(schema.FILING_ID)) for d in docs}
         logger.info("filters selected {n_filings} filings by scanning filing nodes", n_filings=len(ids))

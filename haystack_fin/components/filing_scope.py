@@ -11,12 +11,11 @@ from haystack_fin.core.retrieval.companies import CompanyIndex, may_name_company
 from haystack_fin.core.retrieval.filing_ranking import FilingProfile, ScopeDecision, bound_unscoped, resolve_scope
 from haystack_fin.core.retrieval.question_analysis import QuestionAnalysis, analysis_for
 from haystack_fin.core.retrieval.question_scope import parse_question_scope
-from haystack_fin.core.schema import NodeType
 from haystack_fin.store_registry import SharedStoreClient, filter_documents_without
 
 logger = logging.getLogger(__name__)
 
-_FILING_NODES = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.FILING.value}
+_FILING_NODES = schema.node_type_filter(schema.NodeType.FILING)
 
 
 @component

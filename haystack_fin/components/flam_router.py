@@ -26,7 +26,7 @@ def budget_filters(budgets: list[ItemBudget], filing_ids: list[str] | None = Non
     Without budgets it falls back to the chunks of ``filing_ids`` when given (keep the scope, drop the Item
     routing), else ``None`` (no restriction).
     """
-    chunk = {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.CHUNK.value}
+    chunk = schema.node_type_filter(schema.NodeType.CHUNK)
     items_by_filing: dict[str, list[str]] = {}
     for budget in budgets:
         items_by_filing.setdefault(budget.filing_id, []).append(budget.item)
@@ -186,9 +186,7 @@ class FlamRouter(SharedStoreClient):
         if filing_ids is not None and hasattr(self._store, "get_documents_by_id"):
             nodes = self._store.get_documents_by_id([schema.filing_node_id(fid) for fid in dict.fromkeys(filing_ids)])
             return [n for n in nodes if n.meta.get(schema.NODE_TYPE) == NodeType.FILING.value]
-        conditions: list[dict[str, Any]] = [
-            {"field": f"meta.{schema.NODE_TYPE}", "operator": "==", "value": NodeType.FILING.value}
-        ]
+        conditions: list[dict[str, Any]] = [schema.node_type_filter(schema.NodeType.FILING)]
         if filing_ids is not None:
             conditions.append({"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(filing_ids)})
         return self._store.filter_documents(filters={"operator": "AND", "conditions": conditions})

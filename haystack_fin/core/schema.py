@@ -144,6 +144,11 @@ OVERRIDABLE_FILING_FIELDS: tuple[str, ...] = (
 FILING_FIELDS: tuple[str, ...] = (*OVERRIDABLE_FILING_FIELDS, SOURCE_PATH)
 
 
+def node_type_filter(node_type: NodeType) -> dict[str, Any]:
+    """The Haystack filter selecting the nodes of one type (``meta.node_type == node_type``)."""
+    return {"field": f"meta.{NODE_TYPE}", "operator": "==", "value": node_type.value}
+
+
 # --- node ids -------------------------------------------------------------------------------------------------------
 # Ids are deterministic so that re-indexing a filing overwrites its nodes; these builders and parsers are the only
 # place that spells them. Every id starts with "<filing_id>#".

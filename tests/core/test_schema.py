@@ -86,3 +86,16 @@ def test_from_meta_is_tolerant(meta, expected):
         got = [it["item"] for it in node.items] if key == "items" else getattr(node, key)
         assert got == value
     assert node.item_term_counts is None and node.form == ""
+
+
+def test_node_type_filter_selects_one_node_type():
+    from haystack import Document
+    from haystack.utils.filters import document_matches_filter
+
+    from haystack_fin.core.schema import NodeType, node_type_filter
+
+    chunk = Document(content="x", meta={"node_type": "chunk"})
+    filing = Document(content="x", meta={"node_type": "filing"})
+    assert document_matches_filter(node_type_filter(NodeType.CHUNK), chunk)
+    assert not document_matches_filter(node_type_filter(NodeType.CHUNK), filing)
+    assert node_type_filter(NodeType.FILING) == {"field": "meta.node_type", "operator": "==", "value": "filing"}
