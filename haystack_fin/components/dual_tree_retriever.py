@@ -1,5 +1,5 @@
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -339,7 +339,13 @@ class DualTreeRetriever(SharedStoreClient):
 
     # -- search ---------------------------------------------------------------------------------------------------
     def _search_item(
-        self, tree: ItemTree, query: str, query_embedding: list[float], k: int, allowed: set[str] | None
+        self,
+        tree: ItemTree,
+        query: str,
+        query_embedding: list[float],
+        k: int,
+        allowed: set[str] | None,
+        query_terms: Sequence[str] | None,
     ) -> ItemSearchResult:
         n = n_candidates_for(k, self.candidates_per_item)
         if self.use_summary_tree or self.use_question_tree:
@@ -353,8 +359,9 @@ class DualTreeRetriever(SharedStoreClient):
                 use_question_tree=self.use_question_tree,
                 allowed_leaf_ids=allowed,
                 n_flat=self.flat_candidates_per_item,
+                query_terms=query_terms,
             )
-        return flat_search(tree, query, query_embedding, n, allowed, note="trees off")
+        return flat_search(tree, query, query_embedding, n, allowed, note="trees off", query_terms=query_terms)
 
     def _add_statement_blocks(
         self,
@@ -526,8 +533,8 @@ class DualTreeRetriever(SharedStoreClient):
             condition is read directly, anything else is matched against filing nodes) and every Item of those
             filings is searched with budget ``top_k``; chunks must also match them.
         :param top_k: overrides the init ``top_k``.
-        :param analysis: ``QueryAnalyzer``'s analysis of ``query``: the statements it names or implies are taken
-            from it instead of being read from the question with this retriever's lexicon.
+        :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its BM25 terms and the statements it names or
+            implies are taken from it instead of being read from the question (with this retriever's lexicon).
         :returns: ``documents``: candidates of all Items, best fused score first (at most
             max(candidates_per_item, 3 * k) per Item, plus statement blocks); ``trace``: ``{"items": [per-Item mode,
             nodes kept per level, leaves reached, candidate ids], "statements": {asked, added}, "cache": {hits,
@@ -538,6 +545,8 @@ class DualTreeRetriever(SharedStoreClient):
         k_default = top_k if top_k is not None else self.top_k
         if k_default < 1:
             raise ValueError(f"top_k must be at least 1, got {k_default}")
+        analysed = analysis_for(query, analysis)
+        query_terms = analysed.content_terms if analysed is not None else None
 
         # (filing_id, item or None for all Items) -> k; duplicates keep the larger budget.
         wanted: dict[tuple[str, str | None], int] = {}
@@ -586,7 +595,7 @@ class DualTreeRetriever(SharedStoreClient):
                     continue
                 if allowed is not None and not allowed.intersection(tree.leaf_ids):
                     continue
-                result = self._search_item(tree, query, query_embedding, k, allowed)
+                result = self._search_item(tree, query, query_embedding, k, allowed, query_terms)
                 item_traces.append({**result.trace(), "k": k})
                 for cand in result.candidates:
                     doc = filing.chunks[cand.leaf_id]
@@ -610,7 +619,6 @@ class DualTreeRetriever(SharedStoreClient):
                         )
                         scored[doc.id] = (cand.score, out)
 
-        analysed = analysis_for(query, analysis)
         statement_trace = self._add_statement_blocks(
             query, filings, wanted, leaf_filter, scored, dict(analysed.statements) if analysed is not None else None
         )

@@ -10,12 +10,12 @@ if TYPE_CHECKING:  # imported in warm_up: the default fallback scorer needs no s
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import resolve_model
+from haystack_fin.core.retrieval.bm25 import content_terms
 from haystack_fin.core.retrieval.companies import company_aliases
 from haystack_fin.core.retrieval.passage_scoring import (
     FallbackWeights,
     Passage,
     PassageScore,
-    content_terms,
     names_segment,
     score_passages,
 )

@@ -6,9 +6,10 @@ from datetime import date
 import pytest
 
 from haystack_fin.core.lexicon import Lexicon, TermCluster
+from haystack_fin.core.retrieval.bm25 import content_terms
 from haystack_fin.core.retrieval.filing_ranking import question_event_topics
 from haystack_fin.core.retrieval.flam import cluster_item_priors, detect_query_clusters
-from haystack_fin.core.retrieval.passage_scoring import asks_for_number, content_terms
+from haystack_fin.core.retrieval.passage_scoring import asks_for_number
 from haystack_fin.core.retrieval.question_analysis import QuestionAnalysis, analysis_for, analyze_question
 from haystack_fin.core.retrieval.question_scope import parse_question_scope
 from haystack_fin.core.statements import statements_in_query

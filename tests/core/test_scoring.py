@@ -5,11 +5,11 @@ import random
 
 import pytest
 
+from haystack_fin.core.retrieval.bm25 import content_terms
 from haystack_fin.core.retrieval.passage_scoring import (
     FallbackWeights,
     Passage,
     asks_for_number,
-    content_terms,
     dense_scores,
     drop_phrases,
     lexical_scores,
@@ -28,13 +28,7 @@ CLOSE_ONLY = Passage("Investment in property and plant increased.", embedding=[0
 NOISE = Passage("The company faces competition from other retailers.", embedding=[0.0, 0.2, 0.9])
 
 
-class TestTerms:
-    def test_content_terms_drop_question_words_and_fold_plurals(self) -> None:
-        assert content_terms("What were the capital expenditures?") == ["capital", "expenditure"]
-
-    def test_content_terms_split_fiscal_year(self) -> None:
-        assert content_terms("FY2018 revenue") == ["fy2018", "2018", "revenue"]
-
+class TestNumberCue:
     @pytest.mark.parametrize(
         "question",
         [

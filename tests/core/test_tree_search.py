@@ -6,7 +6,6 @@ from haystack_fin.core.retrieval.tree_search import (
     IndexNode,
     ItemTree,
     beam_search,
-    bm25_tokenize,
     build_item_trees,
     flat_search,
     fuse_rankings,
@@ -90,19 +89,6 @@ def synthetic_nodes(item: str = "7", with_tree: bool = True, soft_extra: bool = 
 @pytest.fixture
 def tree() -> ItemTree:
     return build_item_trees(FID, synthetic_nodes())["7"]
-
-
-class TestTokenizer:
-    def test_lowercase_numbers_without_commas(self):
-        assert bm25_tokenize("Total Revenue was $1,234.5 million in FY2018 (10-K)") == [
-            "total", "revenue", "1234.5", "million", "fy", "2018", "10", "k",
-        ]  # fmt: skip
-
-    def test_stopwords_dropped(self):
-        assert bm25_tokenize("What is the capex of the company?") == ["capex", "company"]
-
-    def test_list_of_small_numbers_is_not_one_number(self):
-        assert bm25_tokenize("items 3,4") == ["items", "3", "4"]
 
 
 class TestBuildItemTrees:
@@ -221,6 +207,19 @@ class TestBeamSearch:
         assert result.candidates[0].leaf_id == chunk_id(5)
         assert result.candidates[0].score == pytest.approx(1.0)
         assert len(result.candidates) == 5
+
+    def test_query_terms_stand_for_the_query_text(self, tree):
+        # A question analysis hands its terms over; they, not the text, are the BM25 query.
+        given = beam_search(tree, "zzzz", one_hot(14), beam_width=1, use_question_tree=False, query_terms=["pension"])
+        read = beam_search(tree, "pension", one_hot(14), beam_width=1, use_question_tree=False)
+        assert [c.leaf_id for c in given.candidates] == [c.leaf_id for c in read.candidates]
+        flat = flat_search(tree, "zzzz", None, n_candidates=1, query_terms=["pension"])
+        assert flat.candidates[0].leaf_id == chunk_id(5)
+
+    def test_plural_matches_singular(self, tree):
+        # The one BM25's terms fold plurals, as the lexicon does.
+        result = flat_search(tree, "pensions and dividends?", None, n_candidates=2)
+        assert {c.leaf_id for c in result.candidates} == {chunk_id(2), chunk_id(5)}
 
     def test_summary_tree_skipped_without_lexical_signal(self, tree):
         result = beam_search(tree, "zzzz", one_hot(9), beam_width=1)

@@ -10,10 +10,8 @@ signals that are each normalized to [0, 1]:
 * ``dense``: cosine between the query embedding and the passage embedding (the bi-encoder that retrieved it),
   clipped at 0 and divided by the best cosine among the candidates.
 * ``lexical``: BM25 of the query's content terms over the candidate set, divided by the best BM25 among the
-  candidates. Terms go through the lexicon's ``normalize_term`` (plural folding, "&" -> "and"), question words are
-  dropped, and "FY2018" also yields "2018". The IDF is Lucene's ``log(1 + (N - n + 0.5) / (n + 0.5))``: rank-bm25's
-  Okapi IDF is 0 for a term in one of two candidates and negative in more than half, which breaks on the small
-  candidate sets a reranker sees.
+  candidates. Terms and IDF are the tree search's too (``bm25.py``: ``content_terms``, Lucene's IDF); the names of
+  the question's companies are cut out of its terms here, because every candidate is from their filings.
 * ``table``: a prior used only when the question asks for a number (``asks_for_number``): for a table passage, the
   share of the question's content terms found in its row labels and column headers, period words ("second
   quarter", "fiscal year": every statement's column headers have them) aside; 0 for other passages. Filing
@@ -50,57 +48,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 
 import numpy as np
-from rank_bm25 import BM25Okapi
 
 from haystack_fin.core.lexicon import normalize_term
+from haystack_fin.core.retrieval.bm25 import LuceneBM25, content_terms
 from haystack_fin.core.retrieval.sections import section_match
-
-# ---------------------------------------------------------------------------------------------------------------
-# Terms
-# ---------------------------------------------------------------------------------------------------------------
-
-# Question and function words: analyst questions are long ("Base your judgments on the information provided
-# primarily in ...") and BM25 over a few dozen candidates gives such words a non-trivial IDF.
-_STOPWORDS = frozenset(
-    normalize_term(
-        """a about above after again against all also am an and any are as at be been before being below between both
-        but by can could did do does doing during each few for from further had has have having he her here hers how i
-        if in into is it its itself just me more most my no nor not of off on once only or other our out over own
-        please provide same she should so some such than that the their them then there these they this those through
-        to too under until up very was we were what when where which while who whom why will with would you your
-        based basing base judgments judgements answer respond response question information using use primarily"""
-    ).split()
-)
-_FISCAL_TOKEN = re.compile(r"^(?:fy|q[1-4]|h[12])((?:19|20)\d\d)$")
-
-
-def content_terms(text: str) -> list[str]:
-    """Normalized content terms of ``text`` in order (duplicates kept): lexicon normalization, stopwords dropped.
-
-    A fiscal token such as "fy2018" or "q22024" also yields its year ("2018"), because statements label columns
-    with the bare year.
-    """
-    return list(_content_terms(text))
-
-
-@lru_cache(maxsize=4096)
-def _content_terms(text: str) -> tuple[str, ...]:
-    # Cached (a few MB at most): the same chunks come back for many questions, and tokenizing them is most of the
-    # scorer's time.
-    terms: list[str] = []
-    for token in normalize_term(text).split():
-        if token in _STOPWORDS:
-            continue
-        terms.append(token)
-        if token[-1].isdigit() and token[0] in "fqh":
-            year = _FISCAL_TOKEN.match(token)
-            if year:
-                terms.append(year.group(1))
-    return tuple(terms)
-
 
 # Cues that a question wants a figure: quantity phrasing, units, and the metric words of financial statements.
 _NUMERIC_CUE = re.compile(
@@ -219,30 +172,11 @@ class PassageScore:
         return asdict(self)
 
 
-class _LuceneBM25(BM25Okapi):  # type: ignore[misc]  # rank_bm25 has no type information: its classes are Any
-    """rank-bm25's Okapi BM25 with Lucene's always-positive IDF (see the module docstring), computed only for the
-    query's terms: rank-bm25 would otherwise take the log of every word of every candidate."""
-
-    def _calc_idf(self, nd: dict[str, int]) -> None:
-        self._doc_counts = nd
-
-    def query_scores(self, query_terms: Sequence[str]) -> np.ndarray:
-        n = self.corpus_size
-        self.idf = {
-            t: math.log(1.0 + (n - self._doc_counts[t] + 0.5) / (self._doc_counts[t] + 0.5))
-            for t in query_terms
-            if t in self._doc_counts
-        }
-        scores: np.ndarray = self.get_scores(list(query_terms))
-        return scores
-
-
 def lexical_scores(query_terms: Sequence[str], passage_terms: Sequence[Sequence[str]]) -> list[float]:
     """BM25 of ``query_terms`` (each counted once) over the candidate set, divided by the best candidate's score."""
-    unique_query = list(dict.fromkeys(query_terms))
-    if not passage_terms or not unique_query or not any(passage_terms):
+    if not passage_terms or not query_terms or not any(passage_terms):  # rank-bm25 divides by the mean length
         return [0.0] * len(passage_terms)
-    raw = _LuceneBM25([list(t) for t in passage_terms]).query_scores(unique_query)
+    raw = LuceneBM25([list(t) for t in passage_terms]).scores(query_terms)
     best = float(raw.max())
     return [float(s) / best if best > 0 else 0.0 for s in raw]
 

@@ -24,9 +24,10 @@ from datetime import date
 from typing import Any
 
 from haystack_fin.core.lexicon import Lexicon, TermCluster
+from haystack_fin.core.retrieval.bm25 import content_terms
 from haystack_fin.core.retrieval.filing_ranking import question_event_topics
 from haystack_fin.core.retrieval.flam import QueryTerm, cluster_ids, detect_query_clusters
-from haystack_fin.core.retrieval.passage_scoring import asks_for_number, content_terms
+from haystack_fin.core.retrieval.passage_scoring import asks_for_number
 from haystack_fin.core.retrieval.question_scope import (
     DateMention,
     FormHint,

@@ -8,19 +8,18 @@ pooled leaf is scored with both BM25 and dense cosine, and the two leaf rankings
 fusion (``fuse_rankings``). ``flat_search`` ranks all leaves of the Item the same way without any tree; it is the
 fallback for Items that have no trees and the no-tree ablation.
 
-Everything here is plain Python + numpy + rank-bm25; the Haystack shell is
+Everything here is plain Python + numpy; the BM25 (terms and IDF) is ``bm25.py``, the Haystack shell is
 ``haystack_fin.components.dual_tree_retriever``.
 """
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from rank_bm25 import BM25Okapi
 
+from haystack_fin.core.retrieval.bm25 import LuceneBM25, content_terms
 from haystack_fin.core.schema import NodeType
 
 logger = logging.getLogger(__name__)
@@ -33,35 +32,6 @@ QUESTION: TreeKind = "question"
 
 # Cormack et al. (2009): k=60 keeps the head of each ranking from dominating and is robust without tuning.
 RRF_K = 60
-
-# ---------------------------------------------------------------------------------------------------------------
-# The tree search's BM25 tokenizer (summary nodes and leaves). The reranker's fallback scorer tokenizes its BM25
-# differently, on purpose: ``passage_scoring.content_terms`` (lexicon normalization, question stop words).
-# One tokenizer for both was measured (the tree search on ``content_terms``, thousands separators joined in both;
-# same store, same run): FinanceBench dev single 0.921 -> 0.895 page_hit@5 and 0.711 -> 0.671 bigram recall, shared
-# 0.868 -> 0.842 and 0.684 -> 0.645, the analyst set 0.868 -> 0.875 and 0.671 -> 0.686. The other direction (the
-# reranker's BM25 signal on ``bm25_tokenize``, company names still left out) was measured too, one stop later
-# (same store and run, page_hit@5 / bigram@5 / MRR): dev single 0.921 / 0.776 / 0.765 -> 0.895 / 0.746 / 0.732,
-# dev shared 0.868 / 0.750 / 0.717 -> 0.868 / 0.737 / 0.681, analyst 0.924 / 0.729 / 0.690 -> 0.931 / 0.733 / 0.662.
-# Neither is adopted: each loses a dev question (and MRR) for one analyst question.
-
-# Thousands separators are dropped so "1,234" in a table matches "1234" in a question; decimals stay one token.
-# Letters and digits are separate runs, so "FY2018" matches "fiscal 2018" on "2018".
-_BM25_TOKEN_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[a-z]+")
-
-# rank-bm25 floors the IDF of a term found in most documents at a positive epsilon, so without a stop list long
-# summary nodes collect score from "the" and "of" alone.
-_STOPWORD_TEXT = (
-    "a an and are as at be been by did do does for from had has have how in into is it its of on or s such "
-    "than that the their there these this those to was were what when where which who why will with"
-)
-BM25_STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
-
-
-def bm25_tokenize(text: str) -> list[str]:
-    """Lowercased letter runs and numbers (commas removed), minus a short English stop list."""
-    return [tok.replace(",", "") for tok in _BM25_TOKEN_RE.findall(text.lower()) if tok not in BM25_STOPWORDS]
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # In-memory Item trees.
@@ -127,7 +97,7 @@ class ItemTree:
         self.leaf_index: dict[str, int] = {leaf_id: i for i, leaf_id in enumerate(self.leaf_ids)}
         self._summary_ids = list(self.summary_nodes)
         self._summary_corpus_row = {nid: len(self.leaf_ids) + i for i, nid in enumerate(self._summary_ids)}
-        self._bm25: BM25Okapi | None = None
+        self._bm25: LuceneBM25 | None = None
         self._bm25_empty = False
 
     @property
@@ -148,23 +118,22 @@ class ItemTree:
         return int(self.leaf_embeddings.shape[1])
 
     # -- lexical --------------------------------------------------------------------------------------------------
-    def _bm25_index(self) -> BM25Okapi | None:
+    def _bm25_index(self) -> LuceneBM25 | None:
         if self._bm25 is None and not self._bm25_empty:
-            corpus = [bm25_tokenize(t) for t in self.leaf_texts]
-            corpus += [bm25_tokenize(self.summary_nodes[nid].text) for nid in self._summary_ids]
+            corpus = [content_terms(t) for t in self.leaf_texts]
+            corpus += [content_terms(self.summary_nodes[nid].text) for nid in self._summary_ids]
             if not any(corpus):  # rank-bm25 divides by the mean document length
                 self._bm25_empty = True
                 return None
-            self._bm25 = BM25Okapi(corpus)
+            self._bm25 = LuceneBM25(corpus)
         return self._bm25
 
-    def bm25_scores(self, query_tokens: Sequence[str], corpus_rows: Sequence[int]) -> np.ndarray:
+    def bm25_scores(self, query_terms: Sequence[str], corpus_rows: Sequence[int]) -> np.ndarray:
         """BM25 of the query against the given corpus rows (leaves first, then summary nodes)."""
         bm25 = self._bm25_index()
-        tokens = [t for t in query_tokens if bm25 is not None and t in bm25.idf]
-        if bm25 is None or not tokens or not corpus_rows:
+        if bm25 is None or not corpus_rows:
             return np.zeros(len(corpus_rows))
-        return np.asarray(bm25.get_batch_scores(tokens, list(corpus_rows)), dtype=np.float64)
+        return bm25.scores(query_terms, corpus_rows)
 
     def leaf_bm25(self, query_tokens: Sequence[str], leaf_rows: Sequence[int]) -> np.ndarray:
         return self.bm25_scores(query_tokens, leaf_rows)
@@ -174,7 +143,7 @@ class ItemTree:
 
     def matches_vocabulary(self, query_tokens: Sequence[str]) -> bool:
         bm25 = self._bm25_index()
-        return bm25 is not None and any(t in bm25.idf for t in query_tokens)
+        return bm25 is not None and any(bm25.knows(t) for t in query_tokens)
 
     # -- dense ----------------------------------------------------------------------------------------------------
     def leaf_cosines(self, query_unit: np.ndarray) -> np.ndarray:
@@ -397,7 +366,7 @@ def _walk(
 def _rank_leaves(
     tree: ItemTree,
     rows: list[int],
-    query_tokens: list[str],
+    query_tokens: Sequence[str],
     query_unit: np.ndarray | None,
     n_candidates: int,
     paths: dict[str, dict[int, list[str]]],
@@ -448,12 +417,15 @@ def flat_search(
     n_candidates: int = 10,
     allowed_leaf_ids: set[str] | None = None,
     note: str | None = None,
+    query_terms: Sequence[str] | None = None,
 ) -> ItemSearchResult:
-    """Rank every leaf of the Item by fused BM25 + dense (the no-tree fallback and ablation)."""
+    """Rank every leaf of the Item by fused BM25 + dense (the no-tree fallback and ablation); ``query_terms`` as in
+    ``beam_search``."""
     query_unit = unit_query(query_embedding)
     _check_dim(tree, query_unit)
     rows = _allowed_rows(tree, allowed_leaf_ids)
-    candidates = _rank_leaves(tree, rows, bm25_tokenize(query), query_unit, n_candidates, {})
+    terms = content_terms(query) if query_terms is None else query_terms
+    candidates = _rank_leaves(tree, rows, terms, query_unit, n_candidates, {})
     return ItemSearchResult(tree.filing_id, tree.item, "flat", candidates, note=note)
 
 
@@ -467,11 +439,12 @@ def beam_search(
     use_question_tree: bool = True,
     allowed_leaf_ids: set[str] | None = None,
     n_flat: int = 0,
+    query_terms: Sequence[str] | None = None,
 ) -> ItemSearchResult:
     """Search one Item with its summary tree (BM25) and question tree (dense), pool and fuse the leaves reached.
 
     :param tree: the Item's nodes.
-    :param query: question text (tokenized with ``bm25_tokenize``).
+    :param query: question text (its ``content_terms`` are the BM25 query).
     :param query_embedding: question vector from the same embedder as the chunks and question nodes.
     :param beam_width: tree nodes kept per level in each tree.
     :param n_candidates: at most this many leaves returned.
@@ -481,12 +454,14 @@ def beam_search(
     :param n_flat: also return the best ``n_flat`` leaves of a flat fused ranking that the trees did not reach,
         after the tree candidates. A beam can prune the branch holding the answer, and which branch that is moves
         with the clustering whenever the Item's chunks change; this keeps the best flat matches in the pool.
+    :param query_terms: the question's ``content_terms`` when a question analysis already holds them; None reads
+        them from ``query``.
     :returns: candidates best first with scores and root-to-leaf paths, plus what each tree visited. Falls back to
         ``flat_search`` when no usable tree is left (none indexed, both switched off, or no signal for either).
     """
     if beam_width < 1:
         raise ValueError(f"beam_width must be at least 1, got {beam_width}")
-    tokens = bm25_tokenize(query)
+    tokens = content_terms(query) if query_terms is None else query_terms
     query_unit = unit_query(query_embedding)
     skipped: list[str] = []
     run_summary = use_summary_tree and tree.has_summary_tree
