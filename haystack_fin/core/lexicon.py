@@ -76,7 +76,7 @@ def _fold_plural(word: str) -> str:
 
 
 @lru_cache(maxsize=262_144)
-def _normalize_token(raw: str) -> tuple[str, ...]:
+def normalize_token(raw: str) -> tuple[str, ...]:
     """Normalized token(s) of one raw token; NFKC may split a token ("½" -> "1", "2"), hence a tuple."""
     if raw.isascii() and raw.isalnum():  # the overwhelmingly common case, without the NFKC round trip
         return (_fold_plural(raw.lower()),)
@@ -86,8 +86,13 @@ def _normalize_token(raw: str) -> tuple[str, ...]:
     return tuple("and" if part == "&" else _fold_plural(part) for part in _TOKEN_RE.findall(text))
 
 
+def raw_tokens(text: str) -> list[str]:
+    """The raw tokens ``normalize_term`` reads: runs of letters and digits (with inner apostrophes), and "&"."""
+    return _TOKEN_RE.findall(text)
+
+
 def _normalized_tokens(text: str) -> list[str]:
-    return list(chain.from_iterable(map(_normalize_token, _TOKEN_RE.findall(text))))
+    return list(chain.from_iterable(map(normalize_token, _TOKEN_RE.findall(text))))
 
 
 def normalize_term(text: str) -> str:
@@ -112,7 +117,7 @@ def _tokenize_with_spans(text: str) -> tuple[list[str], list[tuple[int, int]], l
     raw_tokens: list[str] = []
     for match in _TOKEN_RE.finditer(text):
         span = match.span()
-        normalized = _normalize_token(match.group())
+        normalized = normalize_token(match.group())
         raw = match.group().lower() if len(normalized) == 1 else None
         for token in normalized:
             tokens.append(token)

@@ -40,7 +40,7 @@ from functools import lru_cache
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from haystack_fin.core.lexicon import normalize_term
+from haystack_fin.core.lexicon import normalize_term, normalize_token, raw_tokens
 
 __all__ = ["STOPWORDS", "LuceneBM25", "content_terms"]
 
@@ -74,10 +74,18 @@ def content_terms(text: str) -> list[str]:
 
 @lru_cache(maxsize=4096)
 def _content_terms(text: str) -> tuple[str, ...]:
-    # Cached (a few MB at most): the same chunks come back for many questions, and tokenizing them is most of the
-    # scorer's time.
+    # Cached (a few MB at most): the same chunks come back for many questions. Per raw token through a second cache,
+    # because the tree search tokenizes every chunk of an Item the first time it searches it.
     terms: list[str] = []
-    for token in normalize_term(_THOUSANDS.sub("", text)).split():
+    for raw in raw_tokens(_THOUSANDS.sub("", text) if "," in text else text):
+        terms.extend(_token_terms(raw))
+    return tuple(terms)
+
+
+@lru_cache(maxsize=262_144)
+def _token_terms(raw: str) -> tuple[str, ...]:
+    terms: list[str] = []
+    for token in normalize_token(raw):
         if token in STOPWORDS:
             continue
         terms.append(token)
