@@ -13,6 +13,8 @@ from haystack_fin.core.lexicon import (
     TermCluster,
     cluster_terms_by_embedding,
     normalize_term,
+    normalize_token,
+    raw_tokens,
     similarity,
     split_finrad_term,
 )
@@ -30,6 +32,12 @@ def _ids(matches) -> list[str]:
 
 
 class TestNormalizeTerm:
+    def test_is_the_normalized_raw_tokens(self):
+        # bm25.content_terms builds on the two parts; together they must stay normalize_term.
+        text = "Shareholders’ Equity & ½ of FY2018 Capital Expenditures, R&D, 10-K_item"
+        parts = [t for raw in raw_tokens(text) for t in normalize_token(raw)]
+        assert " ".join(parts) == normalize_term(text)
+
     @pytest.mark.parametrize(
         ("text", "expected"),
         [
