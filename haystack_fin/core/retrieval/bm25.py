@@ -64,7 +64,8 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
 def content_terms(text: str) -> list[str]:
-    """Normalized content terms of ``text`` in order (duplicates kept): lexicon normalization, stopwords dropped.
+    """Normalized content terms of ``text`` in order (duplicates kept): lexicon normalization, thousands separators
+    and stopwords dropped.
 
     A fiscal token such as "fy2018" or "q22024" also yields its year ("2018"), because statements label columns
     with the bare year.
