@@ -6,7 +6,7 @@ from haystack import Document, component, logging
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersDocumentEmbedder
 from tqdm.auto import tqdm
 
-from haystack_fin.core.models import DEFAULT_EMBEDDER, model_unavailable_error, resolve_model
+from haystack_fin.core.models import DEFAULT_EMBEDDER, resolved_model
 
 logger = logging.getLogger(__name__)
 
@@ -94,14 +94,8 @@ class FinDocumentEmbedder(SentenceTransformersDocumentEmbedder):
         """Load the model; the alias is resolved here so that ``to_dict`` keeps the portable name."""
         if self.embedding_backend is not None:
             return
-        configured = self.model
-        self.model = resolve_model(configured)
-        try:
+        with resolved_model(self):
             SentenceTransformersDocumentEmbedder.warm_up(self)
-        except OSError as exc:
-            raise model_unavailable_error(configured, exc, bool(self.local_files_only)) from exc
-        finally:
-            self.model = configured
         device = getattr(getattr(self.embedding_backend, "model", None), "device", None)
         device_type = getattr(device, "type", "cpu")
         if self.compute_dtype == "bfloat16" or (
@@ -110,7 +104,7 @@ class FinDocumentEmbedder(SentenceTransformersDocumentEmbedder):
             self._autocast_device = device_type
         logger.info(
             "{model}: computing in {dtype} on {device}",
-            model=configured,
+            model=self.model,
             dtype="bfloat16 autocast" if self._autocast_device else "float32",
             device=device_type,
         )

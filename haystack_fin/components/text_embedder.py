@@ -3,7 +3,7 @@ from typing import Any
 from haystack import component
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 
-from haystack_fin.core.models import DEFAULT_EMBEDDER, model_unavailable_error, resolve_model
+from haystack_fin.core.models import DEFAULT_EMBEDDER, resolved_model
 
 
 @component
@@ -65,11 +65,5 @@ class FinTextEmbedder(SentenceTransformersTextEmbedder):
         """Load the model; the alias is resolved here so that ``to_dict`` keeps the portable name."""
         if self.embedding_backend is not None:
             return
-        configured = self.model
-        self.model = resolve_model(configured)
-        try:
+        with resolved_model(self):
             SentenceTransformersTextEmbedder.warm_up(self)
-        except OSError as exc:
-            raise model_unavailable_error(configured, exc, bool(self.local_files_only)) from exc
-        finally:
-            self.model = configured

@@ -2,7 +2,10 @@
 
 import importlib
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -47,3 +50,19 @@ def resolve_model(model: str) -> str:
         logger.warning("Bundled model package %s is not installed; loading %r by name", package, model)
         return model
     return str(module.get_model_path())
+
+
+@contextmanager
+def resolved_model(embedder: Any) -> Iterator[None]:
+    """Within the block ``embedder.model`` is the loadable reference (``resolve_model``), afterwards the configured
+    name again, so ``to_dict`` keeps the portable alias; a model that fails to load raises
+    ``model_unavailable_error``. For the sentence-transformers embedders' ``warm_up``.
+    """
+    configured = embedder.model
+    embedder.model = resolve_model(configured)
+    try:
+        yield
+    except OSError as exc:
+        raise model_unavailable_error(configured, exc, bool(getattr(embedder, "local_files_only", False))) from exc
+    finally:
+        embedder.model = configured
