@@ -18,9 +18,10 @@ joined, no plural folding, a shorter stop list) and rank-bm25's IDF, and the rer
 switch, page_hit@5 / evidence_recall_bigram@5 / MRR, two BM25s -> one, same index and session:
 
 * This version's bf16 dev index. FinanceBench dev single 0.974 / 0.842 / 0.795 -> 0.974 / 0.816 / 0.788 (one bigram:
-  financebench_id_01328's evidence page left the top 5), shared 0.868 / 0.763 / 0.744 -> 0.868 / 0.737 / 0.735
-  (doc_hit@5 0.974 -> 1.000). Analyst set single 0.931 / 0.735 / 0.708 -> 0.931 / 0.734 / 0.710 (2 hits lost, 2
-  gained), shared 0.917 / 0.721 / 0.694 -> 0.931 / 0.736 / 0.696 (2 lost, 4 gained).
+  financebench_id_01328's page stays at rank 1, the rank-5 passage with its evidence words was replaced), shared
+  0.868 / 0.763 / 0.744 -> 0.868 / 0.737 / 0.735 (doc_hit@5 0.974 -> 1.000). Analyst set single 0.931 / 0.735 /
+  0.708 -> 0.931 / 0.734 / 0.710 (2 hits lost, 2 gained), shared 0.917 / 0.721 / 0.694 -> 0.931 / 0.736 / 0.696
+  (2 lost, 4 gained).
 * A float32 dev index (the indexing default on CPUs without native bf16; a fresh one of this version and an older
   one give the same top 10 for every question). Dev single 0.974 / 0.842 / 0.806 -> 0.921 / 0.763 / 0.777
   (financebench_id_00566 and 00685 lost), shared 0.868 / 0.763 / 0.755 -> 0.842 / 0.711 / 0.722 (00566). Analyst
