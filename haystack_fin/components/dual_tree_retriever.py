@@ -1,5 +1,4 @@
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -10,22 +9,19 @@ from haystack.utils.filters import document_matches_filter
 
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.retrieval.candidates import (
+    CandidatePool,
+    FilingState,
+    SearchSettings,
+    add_section_candidates,
+    add_statement_candidates,
+    add_tree_candidates,
+    item_key,
+    read_budgets,
+)
 from haystack_fin.core.retrieval.question_analysis import analysis_for
-from haystack_fin.core.retrieval.sections import (
-    SectionIndex,
-    normalize_heading,
-    question_sections,
-    sections_in_query,
-)
-from haystack_fin.core.retrieval.tree_search import (
-    IndexNode,
-    ItemSearchResult,
-    ItemTree,
-    beam_search,
-    build_item_trees,
-    flat_search,
-    n_candidates_for,
-)
+from haystack_fin.core.retrieval.sections import question_sections, sections_in_query
+from haystack_fin.core.retrieval.tree_search import IndexNode
 from haystack_fin.core.schema import NodeType
 from haystack_fin.core.statements import statements_in_query
 from haystack_fin.store_registry import FilingEntry, SharedStoreClient, shared_store
@@ -39,19 +35,11 @@ _VIEW = "dual_tree"  # this retriever's view of a shared filing entry (it depend
 
 @dataclass
 class _CachedFiling:
-    """One filing's searchable state: its Item trees and its chunk Documents (without vectors, which live in the
-    trees' numpy matrices; 384 Python floats per chunk would cost ~12 KB each)."""
+    """One filing as this retriever caches it: the searchable state (Item trees with the chunk vectors as numpy rows;
+    384 Python floats per chunk would cost ~12 KB each) and the chunk Documents, without vectors, to return."""
 
-    filing_id: str
-    index_run: str | None
-    trees: dict[str, ItemTree]
+    state: FilingState
     chunks: dict[str, Document]
-    statement_ids: dict[str, list[str]]  # statement kind -> ids of its blocks, in filing order
-    sections: SectionIndex  # chunk ids by the headings above them
-
-
-def _item_key(value: Any) -> str:
-    return "" if value is None else str(value)
 
 
 def _index_node(doc: Document, embedding: np.ndarray | None) -> IndexNode:
@@ -61,7 +49,7 @@ def _index_node(doc: Document, embedding: np.ndarray | None) -> IndexNode:
         node_id=doc.id,
         # Documents without node_type come from a plain Haystack index: treat them as chunks.
         node_type=str(meta.get(schema.NODE_TYPE) or NodeType.CHUNK.value),
-        item=_item_key(meta.get(schema.ITEM)),
+        item=item_key(meta.get(schema.ITEM)),
         text=doc.content or "",
         level=int(level) if level is not None else None,
         parent_id=meta.get(schema.TREE_PARENT_ID),
@@ -291,15 +279,8 @@ class DualTreeRetriever(SharedStoreClient):
                 missing=missing,
                 n_chunks=len(chunks),
             )
-        statement_ids: dict[str, list[str]] = {}
-        for doc in chunks.values():
-            if doc.meta.get(schema.STATEMENT):
-                statement_ids.setdefault(str(doc.meta[schema.STATEMENT]), []).append(doc.id)
-        # Ids sort in filing order ("<filing_id>#chunk-00012"), which makes the heading order deterministic.
-        sections = SectionIndex((cid, chunks[cid].meta.get(schema.SECTION_PATH) or ()) for cid in sorted(chunks))
-        return _CachedFiling(
-            filing_id, entry.index_run or None, build_item_trees(filing_id, nodes), chunks, statement_ids, sections
-        )
+        meta = {cid: doc.meta for cid, doc in chunks.items()}
+        return _CachedFiling(FilingState.build(filing_id, entry.index_run or None, nodes, meta), chunks)
 
     def _load(self, filing_ids: list[str], hints: dict[str, str], trace: dict[str, Any]) -> dict[str, _CachedFiling]:
         """The searchable state of each filing: from the shared filing cache (all misses read in one store call,
@@ -338,78 +319,23 @@ class DualTreeRetriever(SharedStoreClient):
         return sorted(ids)
 
     # -- search ---------------------------------------------------------------------------------------------------
-    def _search_item(
-        self,
-        tree: ItemTree,
-        query: str,
-        query_embedding: list[float],
-        k: int,
-        allowed: set[str] | None,
-        query_terms: Sequence[str] | None,
-    ) -> ItemSearchResult:
-        n = n_candidates_for(k, self.candidates_per_item)
-        if self.use_summary_tree or self.use_question_tree:
-            return beam_search(
-                tree,
-                query,
-                query_embedding,
-                beam_width=self.beam_width,
-                n_candidates=n,
-                use_summary_tree=self.use_summary_tree,
-                use_question_tree=self.use_question_tree,
-                allowed_leaf_ids=allowed,
-                n_flat=self.flat_candidates_per_item,
-                query_terms=query_terms,
-            )
-        return flat_search(tree, query, query_embedding, n, allowed, note="trees off", query_terms=query_terms)
+    def _settings(self) -> SearchSettings:
+        return SearchSettings(
+            beam_width=self.beam_width,
+            candidates_per_item=self.candidates_per_item,
+            use_summary_tree=self.use_summary_tree,
+            use_question_tree=self.use_question_tree,
+            flat_candidates_per_item=self.flat_candidates_per_item,
+            section_candidates=self.section_candidates,
+        )
 
-    def _add_statement_blocks(
-        self,
-        query: str,
-        filings: dict[str, _CachedFiling],
-        wanted: dict[tuple[str, str | None], int],
-        leaf_filter: dict[str, Any] | None,
-        scored: dict[str, tuple[float, Document]],
-        statements: dict[str, float] | None = None,
-    ) -> schema.StatementTrace:
-        """Add the blocks of the statements the question is about (see ``statement_candidates``) to ``scored``;
-        ``statements`` are the question's (from an analysis), None reads them from ``query`` with the lexicon.
-
-        An added block keeps its Item's budget when the budgets name the Item, else gets one slot per statement
-        asked for; its retrieval score is 0 (the ranker scores it), its ``retrieval`` meta says why it came.
-        """
+    def _statements(self, query: str, analysed: Any) -> dict[str, float]:
+        """The statements the question asks for: from the analysis, else read with this retriever's lexicon."""
         if not self.statement_candidates:
             return {}
-        if statements is None:
-            if self._lexicon is None:
-                return {}
-            statements = statements_in_query(query, self._lexicon)
-        if not statements:
-            return {}
-        added: list[str] = []
-        for fid, filing in filings.items():
-            # Filing order (ids are "<filing_id>#chunk-00012", zero-padded).
-            for doc_id in sorted(i for kind in statements for i in filing.statement_ids.get(kind, ())):
-                doc = filing.chunks[doc_id]
-                kind = str(doc.meta[schema.STATEMENT])
-                if doc.id in scored:
-                    continue
-                if leaf_filter and not document_matches_filter(leaf_filter, doc):
-                    continue
-                item = _item_key(doc.meta.get(schema.ITEM))
-                k = wanted.get((fid, item)) or wanted.get((fid, None)) or len(statements)
-                tree = filing.trees.get(item)
-                vector = tree.leaf_embeddings[tree.leaf_index[doc.id]] if tree and doc.id in tree.leaf_index else None
-                retrieval = {"mode": "statement", "statement": kind, "weight": statements[kind]}
-                out = replace(
-                    doc,
-                    score=0.0,
-                    embedding=vector.tolist() if vector is not None and vector.any() else None,
-                    meta={**doc.meta, schema.RETRIEVAL: retrieval, schema.BUDGET_K: k},
-                )
-                scored[doc.id] = (0.0, out)
-                added.append(doc.id)
-        return schema.StatementTrace(asked=statements, added=added)
+        if analysed is not None:
+            return dict(analysed.statements)
+        return statements_in_query(query, self._lexicon) if self._lexicon is not None else {}
 
     def _section_titles(self, query: str, analysed: Any) -> dict[str, str]:
         """The heading titles of the question's concepts: from the analysis, else read with this retriever's
@@ -421,94 +347,6 @@ class DualTreeRetriever(SharedStoreClient):
         if self._lexicon is None:
             return {}
         return sections_in_query(query, self._lexicon)
-
-    def _add_section_chunks(
-        self,
-        query_embedding: list[float],
-        titles: Mapping[str, str],
-        filings: dict[str, _CachedFiling],
-        wanted: dict[tuple[str, str | None], int],
-        leaf_filter: dict[str, Any] | None,
-        scored: dict[str, tuple[float, Document]],
-        routed: Mapping[str, list[tuple[str, Mapping[str, Any]]]] | None = None,
-    ) -> schema.SectionTrace:
-        """Add the chunks under the question's headings (see ``section_candidates``) to ``scored``: per filing and
-        title the ``section_candidates`` closest to the question. An added chunk keeps its Item's budget when the
-        budgets name the Item, else gets one slot per title matched in its filing; its retrieval score is 0.
-
-        ``routed``: per filing the ``(item, section)`` pairs FLAM routed to (budgets' ``sections``): the chunks of
-        that Item under that exact heading, the section's ``k`` closest to the question, join the same way."""
-        lexicon_titles = titles if self.section_candidates else {}
-        if not lexicon_titles and not routed:
-            return {}
-        query = np.asarray(query_embedding, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        query = query / norm if norm > 0 else query
-
-        def closest(filing: _CachedFiling, chunk_ids: Any, item: str | None = None) -> list[tuple[float, str, Any]]:
-            rows: list[tuple[float, str, Any]] = []
-            for chunk_id in chunk_ids:
-                doc = filing.chunks[chunk_id]
-                if chunk_id in scored or (leaf_filter and not document_matches_filter(leaf_filter, doc)):
-                    continue
-                chunk_item = _item_key(doc.meta.get(schema.ITEM))
-                if item is not None and chunk_item != item:
-                    continue
-                tree = filing.trees.get(chunk_item)
-                row = tree.leaf_index.get(chunk_id) if tree is not None else None
-                vector = tree.leaf_embeddings[row] if tree is not None and row is not None else None
-                cosine = float(vector @ query) if vector is not None and vector.shape == query.shape else 0.0
-                rows.append((cosine, chunk_id, vector))
-            return sorted(rows, key=lambda row: (-row[0], row[1]))
-
-        def add(fid: str, filing: _CachedFiling, row: tuple[float, str, Any], retrieval: dict[str, Any], slots: int):
-            cosine, chunk_id, vector = row
-            doc = filing.chunks[chunk_id]
-            k = wanted.get((fid, _item_key(doc.meta.get(schema.ITEM)))) or wanted.get((fid, None)) or slots
-            out = replace(
-                doc,
-                score=0.0,
-                embedding=vector.tolist() if vector is not None and vector.any() else None,
-                meta={**doc.meta, schema.RETRIEVAL: {**retrieval, "dense": cosine}, schema.BUDGET_K: k},
-            )
-            scored[chunk_id] = (0.0, out)
-
-        added: list[str] = []
-        for fid, filing in filings.items() if lexicon_titles else ():
-            by_title: dict[str, list[str]] = {}
-            for chunk_id, title in filing.sections.chunks_under(lexicon_titles).items():
-                by_title.setdefault(title, []).append(chunk_id)
-            for title, chunk_ids in by_title.items():
-                retrieval = {"mode": "section", "section": title, "cluster": titles[title]}
-                for row in closest(filing, chunk_ids)[: self.section_candidates]:
-                    add(fid, filing, row, retrieval, len(by_title))
-                    added.append(row[1])
-        trace = schema.SectionTrace(asked=dict(lexicon_titles), added=added)
-
-        routed_trace: list[dict[str, Any]] = []
-        for fid, sections in (routed or {}).items():
-            filing = filings.get(fid)
-            if filing is None:
-                continue
-            for item, section in sections:
-                heading = str(section.get("section") or "")
-                title = normalize_heading(heading)
-                k = int(section.get("k") or 0)
-                if not title or k < 1:
-                    continue
-                chunk_ids = filing.sections.chunks_under({title: heading}, whole_only=True)
-                score = float(section.get("score") or 0.0)
-                retrieval = {"mode": "section", "section": heading, "item": item, "flam_score": score}
-                ids = []
-                for row in closest(filing, chunk_ids, item)[:k]:
-                    add(fid, filing, row, retrieval, k)
-                    ids.append(row[1])
-                routed_trace.append(
-                    {"filing_id": fid, "item": item, "section": heading, "score": score, "k": k, "added": ids}
-                )
-        if routed_trace:
-            trace["routed"] = routed_trace
-        return trace
 
     @component.output_types(documents=list[Document], trace=dict)
     def run(
@@ -548,90 +386,48 @@ class DualTreeRetriever(SharedStoreClient):
         analysed = analysis_for(query, analysis)
         query_terms = analysed.content_terms if analysed is not None else None
 
-        # (filing_id, item or None for all Items) -> k; duplicates keep the larger budget.
-        wanted: dict[tuple[str, str | None], int] = {}
-        hints: dict[str, str] = {}
         if budgets:
-            for entry in budgets:
-                if "filing_id" not in entry:
-                    raise ValueError(f"budget entry without filing_id: {entry!r}")
-                fid = str(entry["filing_id"])
-                item = entry.get("item")
-                key = (fid, None if item is None else str(item))
-                k = int(entry.get("k") if entry.get("k") is not None else k_default)
-                if k > 0:
-                    wanted[key] = max(k, wanted.get(key, 0))
-                if entry.get(schema.INDEX_RUN):
-                    hints[fid] = str(entry[schema.INDEX_RUN])
-        elif budgets is None or filters:
-            for fid in self._filings_from_filters(filters):
-                wanted[(fid, None)] = k_default
-        # else: the router's budgets are an empty list (it had no filing to route, e.g. FilingScope found that no
-        # indexed filing matches the question): nothing is searched, rather than every filing.
+            read = read_budgets(budgets, k_default)
+            wanted, hints, routed = read.wanted, read.hints, read.routed
+        else:
+            wanted, hints, routed = {}, {}, {}
+            if budgets is None or filters:
+                wanted = {(fid, None): k_default for fid in self._filings_from_filters(filters)}
+            # else: the router's budgets are an empty list (it had no filing to route, e.g. FilingScope found that
+            # no indexed filing matches the question): nothing is searched, rather than every filing.
         leaf_filter = filters if filters and not _is_only_filing_filter(filters) else None
 
         cache_trace: dict[str, Any] = {}
         filing_ids = list(dict.fromkeys(fid for fid, _ in wanted))
-        filings = self._load(filing_ids, hints, cache_trace) if filing_ids else {}
-
-        item_traces: list[dict[str, Any]] = []
-        scored: dict[str, tuple[float, Document]] = {}
-        for (fid, item), k in wanted.items():
-            filing = filings.get(fid)
-            if filing is None:
-                item_traces.append({"filing_id": fid, "item": item, "k": k, "mode": "missing", "candidates": []})
-                continue
-            allowed = (
-                {cid for cid, doc in filing.chunks.items() if document_matches_filter(leaf_filter, doc)}
-                if leaf_filter
-                else None
-            )
-            items = list(filing.trees) if item is None else [item]
-            for it in items:
-                tree = filing.trees.get(it)
-                if tree is None:
-                    logger.info("filing {filing_id} has no chunks for item {item!r}", filing_id=fid, item=it)
-                    item_traces.append({"filing_id": fid, "item": it, "k": k, "mode": "missing", "candidates": []})
-                    continue
-                if allowed is not None and not allowed.intersection(tree.leaf_ids):
-                    continue
-                result = self._search_item(tree, query, query_embedding, k, allowed, query_terms)
-                item_traces.append({**result.trace(), "k": k})
-                for cand in result.candidates:
-                    doc = filing.chunks[cand.leaf_id]
-                    retrieval = {
-                        "bm25": cand.bm25_score,
-                        "dense": cand.dense_score,
-                        "trees": list(cand.trees),
-                        "tree_paths": cand.tree_paths,
-                        "mode": result.mode,
-                    }
-                    previous = scored.get(doc.id)
-                    if previous is None or cand.score > previous[0]:
-                        # The ranker's no-cross-encoder fallback scores by cosine, so the vector goes along
-                        # (unit length, as Qdrant returns it for cosine collections).
-                        vector = tree.leaf_embeddings[tree.leaf_index[cand.leaf_id]]
-                        out = replace(
-                            doc,
-                            score=cand.score,
-                            embedding=vector.tolist() if vector.any() else None,
-                            meta={**doc.meta, schema.RETRIEVAL: retrieval, schema.BUDGET_K: k},
-                        )
-                        scored[doc.id] = (cand.score, out)
-
-        statement_trace = self._add_statement_blocks(
-            query, filings, wanted, leaf_filter, scored, dict(analysed.statements) if analysed is not None else None
+        cached = self._load(filing_ids, hints, cache_trace) if filing_ids else {}
+        filings = {fid: entry.state for fid, entry in cached.items()}
+        allowed = (
+            {
+                fid: {cid for cid, doc in entry.chunks.items() if document_matches_filter(leaf_filter, doc)}
+                for fid, entry in cached.items()
+            }
+            if leaf_filter
+            else None
         )
-        # Sections FLAM routed to (a budget entry's "sections"), per filing in budget order.
-        routed: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
-        for entry in budgets or ():
-            if entry.get("item") is not None and entry.get("sections"):
-                pairs = routed.setdefault(str(entry["filing_id"]), [])
-                pairs.extend((str(entry["item"]), section) for section in entry["sections"])
-        section_trace = self._add_section_chunks(
-            query_embedding, self._section_titles(query, analysed), filings, wanted, leaf_filter, scored, routed
+        pool = CandidatePool()
+        item_traces = add_tree_candidates(
+            pool, filings, wanted, query, query_embedding, self._settings(), allowed, query_terms
         )
-        documents = [doc for _, doc in sorted(scored.values(), key=lambda pair: -pair[0])]
+        for entry in item_traces:
+            if entry.get("mode") == "missing" and entry.get("filing_id") in filings:
+                logger.info("filing {filing_id} has no chunks for item {item!r}", **entry)
+        statement_trace = add_statement_candidates(pool, filings, wanted, self._statements(query, analysed), allowed)
+        section_trace = add_section_candidates(
+            pool,
+            filings,
+            wanted,
+            query_embedding,
+            self._section_titles(query, analysed),
+            self.section_candidates,
+            routed,
+            allowed,
+        )
+        documents = [self._document(cached[c.filing_id].chunks[c.chunk_id], c) for c in pool.ranked()]
         trace = schema.RetrieverTrace(
             items=item_traces,
             statements=statement_trace,
@@ -640,3 +436,15 @@ class DualTreeRetriever(SharedStoreClient):
             seconds=round(time.perf_counter() - start, 4),
         )
         return {"documents": documents, "trace": trace}
+
+    @staticmethod
+    def _document(chunk: Document, candidate: Any) -> Document:
+        """A candidate as a copy of its chunk, with its score, its unit vector (the ranker's fallback scorer scores by
+        cosine) and why it came (``retrieval``, ``budget_k``)."""
+        vector = candidate.vector
+        return replace(
+            chunk,
+            score=candidate.score,
+            embedding=vector.tolist() if vector is not None else None,
+            meta={**chunk.meta, schema.RETRIEVAL: candidate.retrieval, schema.BUDGET_K: candidate.budget_k},
+        )

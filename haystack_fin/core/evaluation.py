@@ -12,8 +12,11 @@ Decisions the definitions leave open:
   skipped. A question with no scorable snippet gets evidence recall 0.
 - "At least 60%" is compared in integers (5 * matched >= 3 * total), so the threshold is exact.
 - Fewer than k passages: top-k is all of them.
-- evidence_complete@k (issue 11): 1 when every gold page is covered by a top-k passage of the question's filing;
-  a question without gold pages gets 0 (nothing to be complete about, like recall without snippets).
+- evidence_complete@k: 1 when every gold page is covered by a top-k passage of the question's filing; a question
+  without gold pages gets 0 (nothing to be complete about, like recall without snippets). Where the evidence items
+  name an ``evidence_role`` (what the page supplies: "revenue FY2022", "capex FY2022"), pages of one role are
+  alternatives and the evidence is complete when every role has a covered page; ``by_evidence_pages`` then groups
+  questions by their number of roles.
 """
 
 import json
@@ -83,6 +86,14 @@ class Question:
     question: str
     gold_pages: set[int] = field(default_factory=set)
     evidence_texts: list[str] = field(default_factory=list)
+    # role -> its gold pages, when the evidence items name roles (pages of one role are alternatives)
+    evidence_roles: dict[str, set[int]] = field(default_factory=dict)
+
+    def required_pages(self) -> list[set[int]]:
+        """What complete evidence needs: one page of each set (each role's pages, or each gold page alone)."""
+        if self.evidence_roles:
+            return list(self.evidence_roles.values())
+        return [{page} for page in sorted(self.gold_pages)]
 
 
 def question_from_record(record: Mapping[str, Any]) -> Question:
@@ -90,11 +101,15 @@ def question_from_record(record: Mapping[str, Any]) -> Question:
     doc_name = str(record["doc_name"])
     gold_pages: set[int] = set()
     evidence_texts: list[str] = []
+    roles: dict[str, set[int]] = {}
     for item in record.get("evidence") or []:
         if item.get("doc_name", doc_name) != doc_name:
             continue
         if item.get("evidence_page_num") is not None:
-            gold_pages.add(int(item["evidence_page_num"]) + 1)
+            page = int(item["evidence_page_num"]) + 1
+            gold_pages.add(page)
+            if item.get("evidence_role"):
+                roles.setdefault(str(item["evidence_role"]), set()).add(page)
         evidence_texts.append(str(item.get("evidence_text") or ""))
     return Question(
         financebench_id=str(record["financebench_id"]),
@@ -103,6 +118,7 @@ def question_from_record(record: Mapping[str, Any]) -> Question:
         question=str(record["question"]),
         gold_pages=gold_pages,
         evidence_texts=evidence_texts,
+        evidence_roles=roles,
     )
 
 
@@ -140,6 +156,7 @@ def score_question(question: Question, passages: Sequence[Passage], ks: Iterable
     ks = sorted(set(ks))
     if not ks or ks[0] < 1:
         raise ValueError(f"ks must be positive integers, got {ks}")
+    required = question.required_pages()
 
     snippet_tokens = [normalize_tokens(text) for text in question.evidence_texts]
     snippet_unigrams = [Counter(tokens) for tokens in snippet_tokens]
@@ -178,7 +195,7 @@ def score_question(question: Question, passages: Sequence[Passage], ks: Iterable
                 "evidence_recall_bigram": _recall(snippet_bigrams, bigrams),
                 "context_words": float(words),
                 "doc_hit": float(doc_hit),
-                "evidence_complete": float(bool(question.gold_pages) and covered >= question.gold_pages),
+                "evidence_complete": float(bool(required) and all(not covered.isdisjoint(r) for r in required)),
             }
 
     scores: dict[str, float] = {}
@@ -201,7 +218,8 @@ def aggregate(per_question: Mapping[str, Mapping[str, float]], questions: Iterab
 
     Returns {"overall": {metric: mean}, "by_question_type": {type: {metric: mean}},
     "by_evidence_pages": {"1": {metric: mean}, "2+": {metric: mean}}, "counts": {"overall": n, type: n}}
-    (``by_evidence_pages`` groups by the number of gold pages; questions without gold pages are in neither group,
+    (``by_evidence_pages`` groups by the number of gold pages, or of evidence roles where the set labels them;
+    questions without gold pages are in neither group,
     an empty group is ``{}``; ``evidence_pages_counts`` gives the group sizes). Questions without scores are
     ignored; scores for an unknown id or with a different set of metric keys raise ValueError.
     """
@@ -228,7 +246,7 @@ def aggregate(per_question: Mapping[str, Mapping[str, float]], questions: Iterab
         by_type.setdefault(types[qid], []).append(scores)
     counts: dict[str, int] = {"overall": len(rows)}
     counts.update({qtype: len(group) for qtype, group in sorted(by_type.items())})
-    n_gold = {q.financebench_id: len(q.gold_pages) for q in questions}
+    n_gold = {q.financebench_id: len(q.required_pages()) for q in questions}
     by_pages: dict[str, list[Mapping[str, float]]] = {"1": [], "2+": []}
     for qid, scores in rows:
         if n_gold[qid] >= 1:

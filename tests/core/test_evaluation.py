@@ -12,6 +12,7 @@ from haystack_fin.core.evaluation import (
     load_questions,
     normalize_tokens,
     percentile,
+    question_from_record,
     score_question,
 )
 
@@ -292,7 +293,7 @@ def test_percentile_linear_interpolation() -> None:
         percentile([1.0], 101)
 
 
-# --- evidence completeness (issue 11) --------------------------------------------------------------------------
+# --- evidence completeness --------------------------------------------------------------------------
 
 
 def test_evidence_complete_needs_every_gold_page_of_the_filing() -> None:
@@ -305,6 +306,27 @@ def test_evidence_complete_needs_every_gold_page_of_the_filing() -> None:
     assert scores["evidence_complete@3"] == 1.0
     keys = list(scores)
     assert keys.index("mrr") < keys.index("evidence_complete@1")  # earlier keys keep their order
+
+
+def test_evidence_roles_make_pages_of_one_role_alternatives() -> None:
+    record = {
+        "financebench_id": "q",
+        "doc_name": DOC,
+        "question": "What was capex as a share of revenue?",
+        "evidence": [
+            {"doc_name": DOC, "evidence_page_num": 40, "evidence_text": "revenue", "evidence_role": "revenue"},
+            {"doc_name": DOC, "evidence_page_num": 60, "evidence_text": "revenue", "evidence_role": "revenue"},
+            {"doc_name": DOC, "evidence_page_num": 62, "evidence_text": "capex", "evidence_role": "capex"},
+        ],
+    }
+    question = question_from_record(record)
+    assert question.evidence_roles == {"revenue": {41, 61}, "capex": {63}}
+    ranked = [passage("a", pages=[61]), passage("b", pages=[63])]
+    scores = score_question(question, ranked, ks=(1, 2))
+    assert scores["evidence_complete@1"] == 0.0  # capex still missing
+    assert scores["evidence_complete@2"] == 1.0  # one revenue page and the capex page: page 41 is not needed
+    aggregated = aggregate({"q": scores}, [question])
+    assert aggregated["evidence_pages_counts"] == {"1": 0, "2+": 1}  # two roles, not three pages
 
 
 def test_evidence_complete_without_gold_pages_is_zero() -> None:

@@ -1,0 +1,347 @@
+"""Candidate generation: which chunks of the scoped filings reach the ranker, and why.
+
+Four sources, each with its reason in the candidate's ``retrieval`` record:
+
+- **trees**: per (filing, Item) budget, beam search down the Item's summary and question trees plus the best flat
+  BM25 + dense matches the beams missed (``tree_search``), ``max(candidates_per_item, 3 * k)`` per Item;
+- **statements**: the blocks of the primary statements the question names or implies, whichever Items the budgets
+  name (trees and embeddings rank a grid of numbers poorly; the statement's title is a surer guide);
+- **sections**: the chunks under the headings the question's concepts are reported under ("Income Taxes",
+  "Liquidity and Capital Resources"), closest to the question first, since FLAM's Item routing cannot reach below the
+  Item;
+- **routed sections**: the chunks under a section FLAM routed to (a budget entry's ``sections``).
+
+A chunk is a candidate once; the tree search keeps its best score, the other sources add only chunks not yet
+there, with score 0 (the ranker scores them). The module knows chunks by id, meta and vector only, so it runs without
+Haystack; ``DualTreeRetriever`` wraps the candidates into Documents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from haystack_fin.core import schema
+from haystack_fin.core.retrieval.sections import SectionIndex, normalize_heading
+from haystack_fin.core.retrieval.tree_search import (
+    IndexNode,
+    ItemSearchResult,
+    ItemTree,
+    beam_search,
+    build_item_trees,
+    flat_search,
+    n_candidates_for,
+)
+
+# (filing_id, Item or None for every Item of the filing) -> the budget k.
+Wanted = dict[tuple[str, str | None], int]
+# filing_id -> the (Item, section entry) pairs FLAM routed to, in budget order.
+Routed = dict[str, list[tuple[str, Mapping[str, Any]]]]
+
+
+def item_key(value: Any) -> str:
+    """An Item code as the trees key it (a chunk without an Item is under "")."""
+    return "" if value is None else str(value)
+
+
+@dataclass
+class FilingState:
+    """One filing's searchable state: its Item trees (chunk vectors as numpy rows) and each chunk's meta."""
+
+    filing_id: str
+    index_run: str | None
+    trees: dict[str, ItemTree]
+    chunk_meta: dict[str, Mapping[str, Any]]
+    statement_ids: dict[str, list[str]]  # statement kind -> ids of its blocks, in filing order
+    sections: SectionIndex  # chunk ids by the headings above them
+
+    @classmethod
+    def build(
+        cls, filing_id: str, index_run: str | None, nodes: Iterable[IndexNode], chunk_meta: dict[str, Mapping[str, Any]]
+    ) -> FilingState:
+        """The state of a filing from its chunk and tree nodes (``nodes``) and its chunks' meta."""
+        statement_ids: dict[str, list[str]] = {}
+        for chunk_id, meta in chunk_meta.items():
+            if meta.get(schema.STATEMENT):
+                statement_ids.setdefault(str(meta[schema.STATEMENT]), []).append(chunk_id)
+        # Chunk ids sort in filing order (zero-padded chunk numbers), which makes the heading order deterministic.
+        sections = SectionIndex((cid, chunk_meta[cid].get(schema.SECTION_PATH) or ()) for cid in sorted(chunk_meta))
+        return cls(filing_id, index_run, build_item_trees(filing_id, nodes), chunk_meta, statement_ids, sections)
+
+    def vector(self, chunk_id: str) -> np.ndarray | None:
+        """The chunk's unit vector from its Item tree (None when the chunk is in no tree)."""
+        tree = self.trees.get(item_key(self.chunk_meta[chunk_id].get(schema.ITEM)))
+        row = tree.leaf_index.get(chunk_id) if tree is not None else None
+        return tree.leaf_embeddings[row] if tree is not None and row is not None else None
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How each Item is searched (``DualTreeRetriever``'s init parameters of the same names)."""
+
+    beam_width: int = 3
+    candidates_per_item: int = 10
+    use_summary_tree: bool = True
+    use_question_tree: bool = True
+    flat_candidates_per_item: int = 5
+    section_candidates: int = 8
+
+
+@dataclass
+class Candidate:
+    """A chunk that reaches the ranker: its score from its source, its vector (None when it has none) and why."""
+
+    chunk_id: str
+    filing_id: str
+    score: float
+    vector: np.ndarray | None
+    retrieval: dict[str, Any]
+    budget_k: int
+
+
+@dataclass
+class CandidatePool:
+    """The candidates of one question, each chunk once (insertion order breaks score ties)."""
+
+    by_id: dict[str, Candidate] = field(default_factory=dict)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self.by_id
+
+    def offer(self, candidate: Candidate) -> None:
+        """Keep ``candidate`` when its chunk is new or it scores higher than the one held."""
+        held = self.by_id.get(candidate.chunk_id)
+        if held is None or candidate.score > held.score:
+            self.by_id[candidate.chunk_id] = candidate
+
+    def ranked(self) -> list[Candidate]:
+        return sorted(self.by_id.values(), key=lambda c: -c.score)
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """A router's budget entries read once: what to search, freshness hints and routed sections."""
+
+    wanted: Wanted
+    hints: dict[str, str]  # filing_id -> index_run the router saw
+    routed: Routed
+
+
+def read_budgets(budgets: Sequence[Mapping[str, Any]], k_default: int) -> Budgets:
+    """``[{"filing_id", "item", "k", "index_run", "sections"}]`` as a ``Budgets``: an entry without ``item`` covers
+    every Item of its filing, one without ``k`` gets ``k_default``; duplicates keep the larger budget."""
+    wanted: Wanted = {}
+    hints: dict[str, str] = {}
+    routed: Routed = {}
+    for entry in budgets:
+        if "filing_id" not in entry:
+            raise ValueError(f"budget entry without filing_id: {entry!r}")
+        fid = str(entry["filing_id"])
+        item = entry.get("item")
+        key = (fid, None if item is None else str(item))
+        k = int(entry["k"]) if entry.get("k") is not None else k_default
+        if k > 0:
+            wanted[key] = max(k, wanted.get(key, 0))
+        if entry.get(schema.INDEX_RUN):
+            hints[fid] = str(entry[schema.INDEX_RUN])
+        if item is not None and entry.get("sections"):
+            routed.setdefault(fid, []).extend((str(item), section) for section in entry["sections"])
+    return Budgets(wanted, hints, routed)
+
+
+def _unit_or_none(vector: np.ndarray | None) -> np.ndarray | None:
+    return vector if vector is not None and vector.any() else None
+
+
+def search_item(
+    tree: ItemTree,
+    query: str,
+    query_embedding: Sequence[float],
+    k: int,
+    settings: SearchSettings,
+    allowed: set[str] | None = None,
+    query_terms: Sequence[str] | None = None,
+) -> ItemSearchResult:
+    """One Item's tree candidates: beam search (with the flat matches the beams missed), or flat search when both
+    trees are switched off."""
+    n = n_candidates_for(k, settings.candidates_per_item)
+    if settings.use_summary_tree or settings.use_question_tree:
+        return beam_search(
+            tree,
+            query,
+            query_embedding,
+            beam_width=settings.beam_width,
+            n_candidates=n,
+            use_summary_tree=settings.use_summary_tree,
+            use_question_tree=settings.use_question_tree,
+            allowed_leaf_ids=allowed,
+            n_flat=settings.flat_candidates_per_item,
+            query_terms=query_terms,
+        )
+    return flat_search(tree, query, query_embedding, n, allowed, note="trees off", query_terms=query_terms)
+
+
+def add_tree_candidates(
+    pool: CandidatePool,
+    filings: Mapping[str, FilingState],
+    wanted: Wanted,
+    query: str,
+    query_embedding: Sequence[float],
+    settings: SearchSettings,
+    allowed: Mapping[str, set[str]] | None = None,
+    query_terms: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Search every wanted (filing, Item) and offer its candidates to ``pool``; ``allowed``: per filing the chunk
+    ids a filter admits (None: all). Returns one trace per Item searched (mode ``missing`` for a filing or Item that
+    has no chunks)."""
+    traces: list[dict[str, Any]] = []
+    for (fid, item), k in wanted.items():
+        filing = filings.get(fid)
+        if filing is None:
+            traces.append({"filing_id": fid, "item": item, "k": k, "mode": "missing", "candidates": []})
+            continue
+        admitted = allowed.get(fid) if allowed is not None else None
+        for it in list(filing.trees) if item is None else [item]:
+            tree = filing.trees.get(it)
+            if tree is None:
+                traces.append({"filing_id": fid, "item": it, "k": k, "mode": "missing", "candidates": []})
+                continue
+            if admitted is not None and not admitted.intersection(tree.leaf_ids):
+                continue
+            result = search_item(tree, query, query_embedding, k, settings, admitted, query_terms)
+            traces.append({**result.trace(), "k": k})
+            for cand in result.candidates:
+                retrieval = {
+                    "bm25": cand.bm25_score,
+                    "dense": cand.dense_score,
+                    "trees": list(cand.trees),
+                    "tree_paths": cand.tree_paths,
+                    "mode": result.mode,
+                }
+                vector = _unit_or_none(tree.leaf_embeddings[tree.leaf_index[cand.leaf_id]])
+                pool.offer(Candidate(cand.leaf_id, fid, cand.score, vector, retrieval, k))
+    return traces
+
+
+def _budget_of(wanted: Wanted, fid: str, meta: Mapping[str, Any], slots: int) -> int:
+    """An added chunk keeps its Item's budget when the budgets name the Item (or the whole filing), else ``slots``."""
+    return wanted.get((fid, item_key(meta.get(schema.ITEM)))) or wanted.get((fid, None)) or slots
+
+
+def add_statement_candidates(
+    pool: CandidatePool,
+    filings: Mapping[str, FilingState],
+    wanted: Wanted,
+    statements: Mapping[str, float],
+    allowed: Mapping[str, set[str]] | None = None,
+) -> schema.StatementTrace:
+    """Add the blocks of the statements the question asks for (kind -> weight) of every filing, in filing order."""
+    if not statements:
+        return {}
+    added: list[str] = []
+    for fid, filing in filings.items():
+        admitted = allowed.get(fid) if allowed is not None else None
+        for chunk_id in sorted(i for kind in statements for i in filing.statement_ids.get(kind, ())):
+            if chunk_id in pool or (admitted is not None and chunk_id not in admitted):
+                continue
+            meta = filing.chunk_meta[chunk_id]
+            kind = str(meta[schema.STATEMENT])
+            retrieval = {"mode": "statement", "statement": kind, "weight": statements[kind]}
+            budget = _budget_of(wanted, fid, meta, len(statements))
+            pool.offer(Candidate(chunk_id, fid, 0.0, _unit_or_none(filing.vector(chunk_id)), retrieval, budget))
+            added.append(chunk_id)
+    return schema.StatementTrace(asked=dict(statements), added=added)
+
+
+def _closest(
+    pool: CandidatePool,
+    filing: FilingState,
+    chunk_ids: Iterable[str],
+    query_unit: np.ndarray,
+    admitted: set[str] | None,
+    item: str | None = None,
+) -> list[tuple[float, str, np.ndarray | None]]:
+    """The chunks not yet candidates (of ``item`` when given), closest to the question first."""
+    rows: list[tuple[float, str, np.ndarray | None]] = []
+    for chunk_id in chunk_ids:
+        if chunk_id in pool or (admitted is not None and chunk_id not in admitted):
+            continue
+        if item is not None and item_key(filing.chunk_meta[chunk_id].get(schema.ITEM)) != item:
+            continue
+        vector = filing.vector(chunk_id)
+        cosine = float(vector @ query_unit) if vector is not None and vector.shape == query_unit.shape else 0.0
+        rows.append((cosine, chunk_id, vector))
+    return sorted(rows, key=lambda row: (-row[0], row[1]))
+
+
+def add_section_candidates(
+    pool: CandidatePool,
+    filings: Mapping[str, FilingState],
+    wanted: Wanted,
+    query_embedding: Sequence[float],
+    titles: Mapping[str, str],
+    per_title: int,
+    routed: Routed | None = None,
+    allowed: Mapping[str, set[str]] | None = None,
+) -> schema.SectionTrace:
+    """Add, per filing and heading title of the question's concepts (normalized title -> cluster), the
+    ``per_title`` chunks under it closest to the question; then, per section FLAM routed to, the section's ``k``
+    closest chunks of that Item under that exact heading."""
+    lexicon_titles = titles if per_title else {}
+    if not lexicon_titles and not routed:
+        return {}
+    query = np.asarray(query_embedding, dtype=np.float32)
+    norm = float(np.linalg.norm(query))
+    query = query / norm if norm > 0 else query
+
+    def add(fid: str, row: tuple[float, str, np.ndarray | None], retrieval: dict[str, Any], slots: int) -> None:
+        cosine, chunk_id, vector = row
+        budget = _budget_of(wanted, fid, filings[fid].chunk_meta[chunk_id], slots)
+        pool.offer(Candidate(chunk_id, fid, 0.0, _unit_or_none(vector), {**retrieval, "dense": cosine}, budget))
+
+    added: list[str] = []
+    for fid, filing in filings.items() if lexicon_titles else ():
+        admitted = allowed.get(fid) if allowed is not None else None
+        by_title: dict[str, list[str]] = {}
+        for chunk_id, title in filing.sections.chunks_under(lexicon_titles).items():
+            by_title.setdefault(title, []).append(chunk_id)
+        for title, chunk_ids in by_title.items():
+            retrieval: dict[str, Any] = {"mode": "section", "section": title, "cluster": titles[title]}
+            for row in _closest(pool, filing, chunk_ids, query, admitted)[:per_title]:
+                add(fid, row, retrieval, len(by_title))
+                added.append(row[1])
+    trace = schema.SectionTrace(asked=dict(lexicon_titles), added=added)
+
+    routed_trace: list[dict[str, Any]] = []
+    for fid, sections in (routed or {}).items():
+        routed_filing = filings.get(fid)
+        if routed_filing is None:
+            continue
+        admitted = allowed.get(fid) if allowed is not None else None
+        for item, section in sections:
+            heading = str(section.get("section") or "")
+            title = normalize_heading(heading)
+            k = int(section.get("k") or 0)
+            if not title or k < 1:
+                continue
+            under = routed_filing.sections.chunks_under({title: heading}, whole_only=True)
+            score = float(section.get("score") or 0.0)
+            routed_retrieval: dict[str, Any] = {
+                "mode": "section",
+                "section": heading,
+                "item": item,
+                "flam_score": score,
+            }
+            ids = []
+            for row in _closest(pool, routed_filing, under, query, admitted, item)[:k]:
+                add(fid, row, routed_retrieval, k)
+                ids.append(row[1])
+            routed_trace.append(
+                {"filing_id": fid, "item": item, "section": heading, "score": score, "k": k, "added": ids}
+            )
+    if routed_trace:
+        trace["routed"] = routed_trace
+    return trace
