@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = PageCache(filing_pages(args.filings))
     errors: list[str] = []
     ids: Counter[str] = Counter()
-    counts: dict[str, Counter[str]] = {"company": Counter(), "doc_name": Counter(), "type": Counter(), "kind": Counter()}
+    counts: dict[str, Counter[str]] = {name: Counter() for name in ("company", "doc_name", "type", "kind")}
     n_evidence = 0
     lines = args.questions.read_text(encoding="utf-8").splitlines()
     for line_no, line in enumerate(lines, start=1):

@@ -10,8 +10,7 @@ from tqdm import tqdm
 
 from haystack_fin.components.document_embedder import FinDocumentEmbedder
 from haystack_fin.core import schema
-from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.retrieval.trees import (
+from haystack_fin.core.ingest.clustering import (
     DEFAULT_MAX_CLUSTER_SIZE,
     DEFAULT_REDUCER,
     DEFAULT_SOFT_THRESHOLD,
@@ -19,6 +18,9 @@ from haystack_fin.core.retrieval.trees import (
     TreeNode,
     TreeTopology,
     build_tree_topology,
+    validate_tree_params,
+)
+from haystack_fin.core.ingest.node_texts import (
     clean_row_label,
     extractive_summary,
     markdown_row_labels,
@@ -28,8 +30,8 @@ from haystack_fin.core.retrieval.trees import (
     table_periods,
     template_questions,
     term_mentions,
-    validate_tree_params,
 )
+from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.schema import Modality, NodeType
 from haystack_fin.core.text import estimate_tokens
 
@@ -85,7 +87,7 @@ class TreeBuilder:
     Expects chunk Documents with embeddings, as ``FilingSplitter`` followed by a document embedder produces them
     (meta ``filing_id``, ``item``, ``section_path``, ``page_numbers``, ``index_run``; ``table`` JSON for table
     chunks), from one or several filings. For each (filing, Item) it clusters the chunk embeddings bottom-up into a
-    tree (``haystack_fin.core.retrieval.trees.build_tree_topology``; up to ``max_cluster_size`` children per node, a
+    tree (``haystack_fin.core.ingest.clustering.build_tree_topology``; up to ``max_cluster_size`` children per node, a
     leaf may sit under two bottom nodes) and makes, for every internal node:
 
     - a ``summary`` node: an extractive summary of the chunks below (central sentences, salient lexicon terms, table

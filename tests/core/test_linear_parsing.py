@@ -400,7 +400,7 @@ OLD_FORMS: list[tuple[str, str, str, int, list[str]]] = [
         ["(", ")", "a", "B", "1", "12", "[", "]", "*", "†", "‡", "¹", "²", " ", "\n", "x"],
     ),
     ("table_cells", "_RATIO_SUFFIX", r"\s*(?:x|bps|bp|pts|pt|pp)$", re.I, ["x", "bps", "p", "t", "s", " ", "\n", "1"]),
-    ("retrieval.trees", "_FOOTNOTE", r"\s*(\(\d{1,2}\)|\*+)$", 0, ["(", ")", "1", "12", "*", " ", "\n", "a", ":"]),
+    ("ingest.node_texts", "_FOOTNOTE", r"\s*(\(\d{1,2}\)|\*+)$", 0, ["(", ")", "1", "12", "*", " ", "\n", "a", ":"]),
     ("text", "_FENCE", r"^```[a-zA-Z]*\s*|\s*```$", 0, ["```", "`", "json", " ", "\n", "{", "}", "a"]),
     (
         "retrieval.question_scope",

@@ -1,10 +1,8 @@
 import numpy as np
 import pytest
 
-from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.retrieval.trees import (
-    TreeTopology,
-    build_tree_topology,
+from haystack_fin.core.ingest.clustering import TreeTopology, build_tree_topology
+from haystack_fin.core.ingest.node_texts import (
     clean_row_label,
     extractive_summary,
     markdown_row_labels,
@@ -16,6 +14,7 @@ from haystack_fin.core.retrieval.trees import (
     template_questions,
     term_mentions,
 )
+from haystack_fin.core.lexicon import Lexicon
 
 
 def blobs(n_blobs: int = 6, per_blob: int = 12, dim: int = 32, spread: float = 0.1, seed: int = 0) -> np.ndarray:
