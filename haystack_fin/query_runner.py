@@ -51,6 +51,19 @@ TRACE_COMPONENTS: tuple[str, ...] = (
     "fallback",
     "window",
 )
+# The input socket of each query component that reads the question's text (the shipped YAML's names).
+QUESTION_INPUTS: dict[str, str] = {
+    "analyzer": "query",
+    "embedder": "text",
+    "scope": "query",
+    "router": "query",
+    "retriever": "query",
+    "graph": "query",
+    "ranker": "query",
+    "fallback": "query",
+    "prompt_builder": "query",
+    "answer_builder": "query",
+}
 _DENSE_SCOPE = "haystack_fin.components.dense_filing_scope.DenseFilingScope"
 
 
@@ -108,6 +121,29 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
     return data
 
 
+def query_pipeline_dict(
+    pipeline: str = "query",
+    store_path: str | None = None,
+    qdrant_url: str | None = None,
+    index: str | None = None,
+    generate: bool = False,
+    ablations: set[str] | list[str] | tuple[str, ...] = (),
+    ollama_url: str | None = None,
+    ollama_model: str | None = None,
+    fragments: list[str] | tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The query pipeline's dict as ``QueryRunner`` and ``FinQueryPipeline`` load it (parameters: ``QueryRunner``)."""
+    data = pipeline_dict(pipeline, store_path, qdrant_url, index)
+    for path in fragments:
+        data = apply_fragment(data, load_fragment(path), str(path))
+    if not generate:
+        data = strip_generation(data)
+    elif "llm" in data["components"]:
+        llm = data["components"]["llm"].setdefault("init_parameters", {})
+        llm.update({k: v for k, v in (("url", ollama_url), ("model", ollama_model)) if v})
+    return ablate(data, set(ablations))
+
+
 @dataclass
 class QueryResult:
     """What one question returns: passages (best first, with provenance in meta), the generated answer when the
@@ -160,16 +196,10 @@ class QueryRunner:
         :param fragments: YAML fragments whose init parameters are set on the pipeline's components, in order (e.g.
             the thresholds ``haystack-fin calibrate`` writes; ``pipeline_loader.load_fragment``).
         """
-        data = pipeline_dict(pipeline, store_path, qdrant_url, index)
-        for path in fragments:
-            data = apply_fragment(data, load_fragment(path), str(path))
-        if not generate:
-            data = strip_generation(data)
-        elif "llm" in data["components"]:
-            llm = data["components"]["llm"].setdefault("init_parameters", {})
-            llm.update({k: v for k, v in (("url", ollama_url), ("model", ollama_model)) if v})
         self.ablations = set(ablations)
-        self.data = ablate(data, self.ablations)
+        self.data = query_pipeline_dict(
+            pipeline, store_path, qdrant_url, index, generate, ablations, ollama_url, ollama_model, fragments
+        )
         self.pipe = Pipeline.from_dict(self.data, allowed_modules=ALLOWED_MODULES)
 
     @property
@@ -196,23 +226,13 @@ class QueryRunner:
         scope, ``k`` to the window, ``candidates`` to the candidate stages (None = the YAML's values), ``generate``
         to the gate (None = generate) and ``streaming_callback`` to the LLM."""
         present = set(self.data["components"])
-        wanted: dict[str, dict[str, Any]] = {
-            "analyzer": {"query": question},
-            "embedder": {"text": question},
-            "scope": {"filing_ids": list(filing_ids) if filing_ids else None},
-            "router": {"query": question},
-            "retriever": {"query": question},
-            "graph": {"query": question},
-            "ranker": {"query": question},
-            "fallback": {"query": question},
-            "window": {},
-            "prompt_builder": {"query": question},
-            "answer_builder": {"query": question},
-            "gate": {} if generate is None else {"generate": bool(generate)},
-            "llm": {} if streaming_callback is None else {"streaming_callback": streaming_callback},
-        }
-        if self.data["components"].get("scope", {}).get("type") != _DENSE_SCOPE:
-            wanted["scope"]["query"] = question
+        wanted: dict[str, dict[str, Any]] = {name: {socket: question} for name, socket in QUESTION_INPUTS.items()}
+        wanted["scope"]["filing_ids"] = list(filing_ids) if filing_ids else None
+        wanted["window"] = {}
+        wanted["gate"] = {} if generate is None else {"generate": bool(generate)}
+        wanted["llm"] = {} if streaming_callback is None else {"streaming_callback": streaming_callback}
+        if self.data["components"].get("scope", {}).get("type") == _DENSE_SCOPE:
+            del wanted["scope"]["query"]  # the dense scope reads no question text
         if k is not None:
             wanted["window"]["top_k"] = k
         if candidates is not None:

@@ -223,3 +223,42 @@ def test_example_questions_lead_with_a_consolidated_table(bestbuy_store):
         assert top.meta["page_numbers"] in ([4], [16], [16, 17]), (question, top.meta["page_numbers"])
         assert any(p.meta["modality"] == "table" and "9,583" in (p.content or "") for p in passages), question
     assert "8,890" in (segment[0].content or "")  # asked for the segment, the segment's table comes first
+
+
+@pytest.mark.integration
+def test_query_pipeline_component_takes_the_question_once(bestbuy_store):
+    from haystack import Pipeline
+
+    from haystack_fin.components import FinQueryPipeline
+
+    qa = FinQueryPipeline(store_path=bestbuy_store)
+    assert set(qa.input_mapping["query"]) == {
+        "analyzer.query",
+        "embedder.text",
+        "scope.query",
+        "router.query",
+        "retriever.query",
+        "graph.query",
+        "ranker.query",
+        "fallback.query",
+    }
+    # Serializable like any component: a pipeline holding it round-trips through YAML.
+    outer = Pipeline()
+    outer.add_component("fin", qa)
+    loaded = Pipeline.loads(outer.dumps(), allowed_modules=["haystack_fin"])
+    assert loaded.get_component("fin").to_dict() == qa.to_dict()
+    qa.pipeline.close()
+
+    pipe = Pipeline()
+    pipe.add_component("fin", FinQueryPipeline(store_path=bestbuy_store))
+    try:
+        result = pipe.run({"fin": {"query": QUESTION, "top_k": 3}})["fin"]
+    finally:
+        pipe.close()
+    runner = QueryRunner(store_path=bestbuy_store)
+    try:
+        runner_passages = [d.id for d in runner.run(QUESTION, k=3).passages]
+    finally:
+        runner.close()
+    assert [d.id for d in result["documents"]] == runner_passages  # the same path as ask, eval and the server
+    assert "BBY" in str(result["scope"])  # the scope decision comes out too (notices, reasons)
