@@ -1,6 +1,7 @@
 import json
 import math
 import random
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,6 @@ from haystack_fin.core.retrieval.flam import (
     detect_query_clusters,
     eligible_items,
     explain,
-    item_weights,
     relative_frequency,
     route,
     route_sections,
@@ -36,6 +36,10 @@ COUNTS = {
 }
 TOTALS = {"cover": 20, "1": 100, "1B": 2, "4": 3, "7": 300, "8": 1000}
 CHUNKS = {"cover": 2, "1": 10, "1B": 1, "4": 0, "7": 40, "8": 120}
+
+
+def item_weights(*args: Any, **kwargs: Any) -> dict[str, float]:
+    return score_items(*args, **kwargs).weights
 
 
 @pytest.fixture(scope="module")

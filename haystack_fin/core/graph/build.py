@@ -34,10 +34,7 @@ from haystack_fin.core.graph.edges import (
     table_edges,
 )
 from haystack_fin.core.graph.entities import (
-    AMOUNT,
     METRIC,
-    PER_SHARE,
-    PERCENT,
     REFERENCE,
     Entity,
     FiscalCalendar,
@@ -284,11 +281,6 @@ def graph_signature(fg: FilingGraph) -> tuple[list[tuple[str, str]], list[tuple[
         for e in [data["edge"]]
     )
     return nodes, edges
-
-
-def value_entities(chunk: ChunkInfo) -> list[Entity]:
-    """The amounts, per-share amounts and percentages of a chunk (for explanations)."""
-    return [e for e in chunk.entities if e.kind in (AMOUNT, PER_SHARE, PERCENT)]
 
 
 def references(chunk: ChunkInfo) -> list[Entity]:

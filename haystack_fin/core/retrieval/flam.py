@@ -189,7 +189,22 @@ def score_items(
     n_chunks: Mapping[str, int] | None = None,
     idf: bool = False,
 ) -> ItemWeighting:
-    """Weights over a filing's Items for the query clusters, with the basis they rest on. See ``item_weights``."""
+    """FLAM weights over a filing's Items (summing to 1 over the eligible Items, 0.0 for the others), with the basis
+    they rest on.
+
+    :param query_clusters: the question's cluster ids, or its ``QueryTerm`` list.
+    :param item_term_counts: ``{item: {cluster_id: count}}`` from the filing node.
+    :param item_term_totals: ``{item: all lexicon term occurrences}``; missing Items use the sum of their counts.
+    :param mode: "relative": ``c_i / (T_i + smoothing)`` (FinGEAR); "log": ``log(1 + c_i) / log(1 + T_i +
+        smoothing)``, which damps the gap between a few and many mentions and so spreads budget over more Items;
+        "softmax": softmax of the relative scores (scaled by the best one) with ``temperature``.
+    :param temperature: softmax temperature (> 0); other modes ignore it.
+    :param smoothing: pseudo-count added to every Item's total (>= 0; 0 = the paper's plain ratio).
+    :param item_priors: ``{item: prior weight}`` used when the counts carry no signal, and a prior on "cover" lets the
+        cover section in (see the module notes).
+    :param n_chunks: ``{item: number of chunks}``; Items with none get 0. Its key order is the Item order.
+    :param idf: weight each cluster by ``log(1 + N / df)`` over the eligible Items.
+    """
     validate_weighting(mode, temperature, smoothing)
     clusters = cluster_ids(query_clusters)
     items = _item_order(item_term_counts, item_term_totals, n_chunks)
@@ -241,45 +256,6 @@ def score_items(
         exps = {item: math.exp((score / top - 1.0) / temperature) for item, score in scores.items()}
         scores = exps
     return ItemWeighting(_normalized(scores, items), BASIS_COUNTS, counts, cluster_idf)
-
-
-def item_weights(
-    query_clusters: Iterable[str | QueryTerm],
-    item_term_counts: Mapping[str, Mapping[str, int]],
-    item_term_totals: Mapping[str, int] | None = None,
-    mode: str = DEFAULT_MODE,
-    temperature: float = 1.0,
-    smoothing: float = DEFAULT_SMOOTHING,
-    item_priors: Mapping[str, float] | None = None,
-    n_chunks: Mapping[str, int] | None = None,
-    idf: bool = False,
-) -> dict[str, float]:
-    """FLAM weights over a filing's Items (summing to 1 over the eligible Items, 0.0 for the others).
-
-    :param query_clusters: the question's cluster ids, or its ``QueryTerm`` list.
-    :param item_term_counts: ``{item: {cluster_id: count}}`` from the filing node.
-    :param item_term_totals: ``{item: all lexicon term occurrences}``; missing Items use the sum of their counts.
-    :param mode: "relative": ``c_i / (T_i + smoothing)`` (FinGEAR); "log": ``log(1 + c_i) / log(1 + T_i +
-        smoothing)``, which damps the gap between a few and many mentions and so spreads budget over more Items;
-        "softmax": softmax of the relative scores (scaled by the best one) with ``temperature``.
-    :param temperature: softmax temperature (> 0); other modes ignore it.
-    :param smoothing: pseudo-count added to every Item's total (>= 0; 0 = the paper's plain ratio).
-    :param item_priors: ``{item: prior weight}`` used when the counts carry no signal, and a prior on "cover" lets the
-        cover section in (see the module notes).
-    :param n_chunks: ``{item: number of chunks}``; Items with none get 0. Its key order is the Item order.
-    :param idf: weight each cluster by ``log(1 + N / df)`` over the eligible Items.
-    """
-    return score_items(
-        query_clusters,
-        item_term_counts,
-        item_term_totals,
-        mode=mode,
-        temperature=temperature,
-        smoothing=smoothing,
-        item_priors=item_priors,
-        n_chunks=n_chunks,
-        idf=idf,
-    ).weights
 
 
 def allocate_budget(weights: Mapping[str, float], k: int) -> dict[str, int]:
