@@ -15,6 +15,7 @@ from typing import Any
 from haystack import Document, Pipeline
 from haystack.dataclasses import StreamingChunk
 
+from haystack_fin.core.validation import check_int
 from haystack_fin.pipeline_loader import (
     ALLOWED_MODULES,
     apply_fragment,
@@ -254,8 +255,7 @@ class QueryRunner:
         passages only (the same passages: generation runs after the window); ``streaming_callback`` receives the
         LLM's tokens."""
         for name, value in (("k", k), ("candidates", candidates)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            check_int(name, value, optional=True)
         present = set(self.data["components"])
         result = self.pipe.run(
             self.inputs(question, filing_ids, k, candidates, generate, streaming_callback),

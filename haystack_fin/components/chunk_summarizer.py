@@ -10,6 +10,7 @@ from haystack.utils import deserialize_chatgenerator_inplace
 from haystack_fin.core import schema
 from haystack_fin.core.ingest.llm_summaries import parse_summary, render_region_png, summary_prompt
 from haystack_fin.core.schema import Modality
+from haystack_fin.core.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +58,8 @@ class ChunkSummarizer:
         known = {m.value for m in Modality}
         if not chosen or any(m not in known for m in chosen):
             raise ValueError(f"modalities must be a non-empty list of {sorted(known)}, got {modalities!r}")
-        for name, value in (("max_words", max_words), ("max_prompt_chars", max_prompt_chars)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_int("max_words", max_words)
+        check_int("max_prompt_chars", max_prompt_chars)
         if not callable(getattr(chat_generator, "run", None)):
             raise TypeError(f"chat_generator must be a Haystack chat generator, got {type(chat_generator).__name__}")
         self.chat_generator = chat_generator

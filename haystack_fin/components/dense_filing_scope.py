@@ -5,6 +5,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
+from haystack_fin.core.validation import check_int
 from haystack_fin.store_registry import SharedStoreClient
 
 logger = logging.getLogger(__name__)
@@ -97,8 +98,7 @@ class DenseFilingScope(SharedStoreClient):
             filings, nearest by filing vector, vote.
         """
         for name, value in (("top_k", top_k), ("max_filings", max_filings), ("candidate_filings", candidate_filings)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            check_int(name, value)
         self.document_store = document_store
         self.top_k = top_k
         self.max_filings = max_filings

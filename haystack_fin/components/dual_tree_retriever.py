@@ -24,6 +24,7 @@ from haystack_fin.core.retrieval.sections import question_sections, sections_in_
 from haystack_fin.core.retrieval.tree_search import IndexNode
 from haystack_fin.core.schema import NodeType
 from haystack_fin.core.statements import statements_in_query
+from haystack_fin.core.validation import check_int
 from haystack_fin.store_registry import FilingEntry, SharedStoreClient, shared_store
 
 logger = logging.getLogger(__name__)
@@ -182,14 +183,9 @@ class DualTreeRetriever(SharedStoreClient):
             ("candidates_per_item", candidates_per_item),
             ("cache_size", cache_size),
         ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name, count in (
-            ("flat_candidates_per_item", flat_candidates_per_item),
-            ("section_candidates", section_candidates),
-        ):
-            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {count!r}")
+            check_int(name, value)
+        check_int("flat_candidates_per_item", flat_candidates_per_item, 0)
+        check_int("section_candidates", section_candidates, 0)
         self.document_store = document_store
         self.beam_width = beam_width
         self.top_k = top_k
@@ -381,8 +377,7 @@ class DualTreeRetriever(SharedStoreClient):
         self.warm_up()
         start = time.perf_counter()
         k_default = top_k if top_k is not None else self.top_k
-        if k_default < 1:
-            raise ValueError(f"top_k must be at least 1, got {k_default}")
+        check_int("top_k", k_default)
         analysed = analysis_for(query, analysis)
         query_terms = analysed.content_terms if analysed is not None else None
 

@@ -27,6 +27,7 @@ from haystack_fin.core.models import DEFAULT_EMBEDDER
 from haystack_fin.core.schema import Modality, NodeType
 from haystack_fin.core.statements import classify_statement_table
 from haystack_fin.core.text import normalize_line
+from haystack_fin.core.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -157,12 +158,10 @@ class FilingSplitter:
             another graph version or lexicon) is extracted as before. Not embedded and not part of any text that is
             searched; the cost is measured in the README.
         """
-        if chunk_tokens < 16:
-            raise ValueError(f"chunk_tokens must be at least 16, got {chunk_tokens}")
+        check_int("chunk_tokens", chunk_tokens, 16)
         if not 0 <= overlap_tokens < chunk_tokens:
             raise ValueError(f"overlap_tokens must be >= 0 and < chunk_tokens ({chunk_tokens}), got {overlap_tokens}")
-        if max_table_rows < 1:
-            raise ValueError(f"max_table_rows must be at least 1, got {max_table_rows}")
+        check_int("max_table_rows", max_table_rows)
         if chunking not in ("sentence", "semantic"):
             raise ValueError(f"chunking must be 'sentence' or 'semantic', got {chunking!r}")
         if not 0.0 <= semantic_percentile <= 1.0:

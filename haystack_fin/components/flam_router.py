@@ -14,6 +14,7 @@ from haystack_fin.core.retrieval.flam import (
 )
 from haystack_fin.core.retrieval.question_analysis import analysis_for
 from haystack_fin.core.schema import NodeType
+from haystack_fin.core.validation import check_int
 from haystack_fin.store_registry import SharedStoreClient
 
 logger = logging.getLogger(__name__)
@@ -134,8 +135,7 @@ class FlamRouter(SharedStoreClient):
             frequency is above their Item's share the Item's budget, and a budget entry lists them under
             ``sections`` (``flam.route_sections``). A filing indexed without section statistics gets none.
         """
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}.")
+        check_int("top_k", top_k)
         validate_weighting(mode, temperature, smoothing)
         for name, value in (("lexicon_path", lexicon_path), ("finrad_csv", finrad_csv)):
             if value is not None and not isinstance(value, str):
@@ -223,8 +223,7 @@ class FlamRouter(SharedStoreClient):
             when nothing could be routed and no scope was given); ``routing``: a JSON-serializable explanation.
         """
         k = self.top_k if top_k is None else top_k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"top_k must be an integer >= 1, got {k!r}.")
+        check_int("top_k", k)
         self.warm_up()  # standalone use without a Pipeline; no-op once warm
         filings = self._filing_stats(filing_ids)
         analysed = analysis_for(query, analysis)

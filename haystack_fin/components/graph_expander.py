@@ -13,6 +13,7 @@ from haystack_fin.core.graph.expand import ExpansionParams, entity_hit, expand, 
 from haystack_fin.core.graph.explain import path_words
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.retrieval.question_analysis import analysis_for
+from haystack_fin.core.validation import check_int
 from haystack_fin.store_registry import FilingEntry, SharedStoreClient
 
 logger = logging.getLogger(__name__)
@@ -102,12 +103,10 @@ class GraphExpander(SharedStoreClient):
             reading this store configuration and holds the largest ``cache_size`` they ask for).
         :param lexicon_path: lexicon JSON (metrics of chunks and question); default: the built-in lexicon.
         """
-        if not isinstance(max_added, int) or isinstance(max_added, bool) or max_added < 0:
-            raise ValueError(f"max_added must be a non-negative integer, got {max_added!r}")
+        check_int("max_added", max_added, 0)
         if max_hops not in (1, 2):
             raise ValueError(f"max_hops must be 1 or 2, got {max_hops!r}")
-        if not isinstance(cache_size, int) or cache_size < 1:
-            raise ValueError(f"cache_size must be a positive integer, got {cache_size!r}")
+        check_int("cache_size", cache_size)
         for name, value in (("entity_weight", entity_weight), ("hop_weight", hop_weight),
                             ("vector_weight", vector_weight), ("min_score", min_score)):  # fmt: skip
             if not isinstance(value, int | float) or value < 0:

@@ -5,6 +5,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.document_stores.types import FilterPolicy
 from haystack.document_stores.types.filter_policy import apply_filter_policy
 
+from haystack_fin.core.validation import check_int
 from haystack_fin.document_stores.qdrant_edge.document_store import QdrantEdgeDocumentStore
 
 _MERGE_NATIVE_ERROR = (
@@ -52,8 +53,7 @@ class QdrantEdgeEmbeddingRetriever:
         """
         if not isinstance(document_store, QdrantEdgeDocumentStore):
             raise ValueError(f"document_store must be a QdrantEdgeDocumentStore, got {type(document_store).__name__}")
-        if not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+        check_int("top_k", top_k)
         self.document_store = document_store
         self.filters = filters
         self.top_k = top_k

@@ -4,6 +4,7 @@ from haystack import component
 from haystack_integrations.components.embedders.sentence_transformers import SentenceTransformersTextEmbedder
 
 from haystack_fin.core.models import DEFAULT_EMBEDDER, resolved_model
+from haystack_fin.core.validation import check_int
 
 
 @component
@@ -29,10 +30,7 @@ class FinTextEmbedder(SentenceTransformersTextEmbedder):
             with 1. The process's setting is restored after each call.
         :param kwargs: ``SentenceTransformersTextEmbedder``'s other parameters.
         """
-        if torch_threads is not None and (
-            isinstance(torch_threads, bool) or not isinstance(torch_threads, int) or torch_threads < 1
-        ):
-            raise ValueError(f"torch_threads must be a positive integer or None, got {torch_threads!r}")
+        check_int("torch_threads", torch_threads, optional=True)
         kwargs.setdefault("local_files_only", True)
         kwargs.setdefault("progress_bar", False)
         SentenceTransformersTextEmbedder.__init__(

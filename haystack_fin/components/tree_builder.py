@@ -34,6 +34,7 @@ from haystack_fin.core.ingest.node_texts import (
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.schema import Modality, NodeType
 from haystack_fin.core.text import estimate_tokens
+from haystack_fin.core.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -167,12 +168,9 @@ class TreeBuilder:
             model the default index has the summary tree only; DualTreeRetriever then walks that tree alone.
         """
         validate_tree_params(reducer, max_cluster_size, soft_threshold)
-        if max_summary_words < 10:
-            raise ValueError(f"max_summary_words must be at least 10, got {max_summary_words}.")
-        if max_questions < 1:
-            raise ValueError(f"max_questions must be at least 1, got {max_questions}.")
-        if max_prompt_chars < 200:
-            raise ValueError(f"max_prompt_chars must be at least 200, got {max_prompt_chars}.")
+        check_int("max_summary_words", max_summary_words, 10)
+        check_int("max_questions", max_questions)
+        check_int("max_prompt_chars", max_prompt_chars, 200)
         if embedder is None:  # constructing it loads nothing: the model is loaded in warm_up
             embedder = FinDocumentEmbedder(progress_bar=False)
         self.embedder = embedder

@@ -23,6 +23,8 @@ from typing import Literal
 
 import numpy as np
 
+from haystack_fin.core.validation import check_int
+
 logger = logging.getLogger(__name__)
 
 Reducer = Literal["umap", "pca", "none"]
@@ -332,8 +334,7 @@ def build_tree_topology(
     if not np.all(np.isfinite(vectors)):
         raise ValueError("embeddings contain NaN or infinite values.")
     validate_tree_params(reducer, max_cluster_size, soft_threshold)
-    if max_memberships < 1:
-        raise ValueError(f"max_memberships must be at least 1, got {max_memberships}.")
+    check_int("max_memberships", max_memberships)
     # One BLAS/OpenMP thread: on these small matrices threads only contend (on 2 shared cores an SVD of 154 x 384 took
     # 0.11 s with 2 OpenBLAS threads and 0.02 s with one; 28 mixture fits 1.3 s vs 0.2 s), and single-threaded
     # reductions make the result reproducible.

@@ -21,6 +21,7 @@ from typing import Any
 from haystack_fin.core.ingest.layout import TableData
 from haystack_fin.core.table_cells import parse_number
 from haystack_fin.core.text import normalize_line
+from haystack_fin.core.validation import check_int
 
 # ---------------------------------------------------------------------------------------------------------------
 # Row classification
@@ -162,8 +163,7 @@ def split_table_blocks(table: TableData, max_data_rows: int = 15) -> list[TableB
     best kind the furthest wins, so whole groups are packed greedily. A table with at most ``max_data_rows`` data
     rows (including none) gives one block. Rows are copied, never dropped or reordered.
     """
-    if max_data_rows < 1:
-        raise ValueError(f"max_data_rows must be at least 1, got {max_data_rows}")
+    check_int("max_data_rows", max_data_rows)
     header = [list(r) for r in table.rows[: table.header_rows]]
     data = [list(r) for r in table.rows[table.header_rows :]]
     kinds = _row_kinds(data)

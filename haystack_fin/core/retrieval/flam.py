@@ -61,6 +61,7 @@ from typing import Any, Literal
 from haystack_fin.core import schema
 from haystack_fin.core.ingest.items import COVER_CODE, ITEMS_8K_PREDECESSOR, form_family
 from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -265,8 +266,7 @@ def allocate_budget(weights: Mapping[str, float], k: int) -> dict[str, int]:
 
     Weights need not be normalized; non-positive weights get nothing. No positive weight -> ``{}``.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}.")
+    check_int("k", k)
     positive = [(key, float(w)) for key, w in weights.items() if w > 0 and math.isfinite(w)]
     total = sum(w for _, w in positive)
     if total <= 0:
@@ -510,8 +510,7 @@ def route(
         (``route_sections``; the module notes); never in mode "uniform", which ignores the question.
     """
     validate_weighting(mode, temperature, smoothing)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}.")
+    check_int("k", k)
     lexicon = lexicon if lexicon is not None else Lexicon.load_default()
     query_terms = list(terms) if terms is not None else detect_query_clusters(question, lexicon)
     clusters = cluster_ids(query_terms)

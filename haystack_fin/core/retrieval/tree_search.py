@@ -21,6 +21,7 @@ import numpy as np
 
 from haystack_fin.core.retrieval.bm25 import LuceneBM25, content_terms
 from haystack_fin.core.schema import NodeType
+from haystack_fin.core.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -459,8 +460,7 @@ def beam_search(
     :returns: candidates best first with scores and root-to-leaf paths, plus what each tree visited. Falls back to
         ``flat_search`` when no usable tree is left (none indexed, both switched off, or no signal for either).
     """
-    if beam_width < 1:
-        raise ValueError(f"beam_width must be at least 1, got {beam_width}")
+    check_int("beam_width", beam_width)
     tokens = content_terms(query) if query_terms is None else query_terms
     query_unit = unit_query(query_embedding)
     skipped: list[str] = []

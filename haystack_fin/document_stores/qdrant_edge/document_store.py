@@ -41,6 +41,7 @@ from tqdm import tqdm
 
 import haystack_fin
 from haystack_fin.core import schema
+from haystack_fin.core.validation import check_int
 from haystack_fin.document_stores.qdrant_edge.converters import convert_id, document_to_point, point_to_document
 from haystack_fin.document_stores.qdrant_edge.filters import convert_filters, field_key, match_all
 
@@ -131,14 +132,11 @@ class QdrantEdgeDocumentStore:
             raise ValueError(f"memory must be one of {sorted(self.MEMORY)}, got {memory!r}")
         if similarity not in self.SIMILARITY:
             raise ValueError(f"similarity must be one of {sorted(self.SIMILARITY)}, got {similarity!r}")
-        if not isinstance(embedding_dim, int) or embedding_dim < 1:
-            raise ValueError(f"embedding_dim must be a positive integer, got {embedding_dim!r}")
+        check_int("embedding_dim", embedding_dim)
         if not isinstance(index, str) or not index or "/" in index or index in (".", ".."):
             raise ValueError(f"index must be a folder name, got {index!r}")
-        if not isinstance(write_batch_size, int) or write_batch_size < 1:
-            raise ValueError(f"write_batch_size must be a positive integer, got {write_batch_size!r}")
-        if hnsw_m is not None and (isinstance(hnsw_m, bool) or not isinstance(hnsw_m, int) or hnsw_m < 0):
-            raise ValueError(f"hnsw_m must be a non-negative integer or None, got {hnsw_m!r}")
+        check_int("write_batch_size", write_batch_size)
+        check_int("hnsw_m", hnsw_m, 0, optional=True)
         if not isinstance(payload_indexes, list | None) or not all(
             isinstance(name, str) and name for name in payload_indexes or []
         ):

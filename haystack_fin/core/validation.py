@@ -1,0 +1,17 @@
+"""The one check of integer parameters: components, stores and algorithms validate their counts through it, so a
+bool (an int to Python) or a float is refused everywhere with the same message."""
+
+
+def check_int(
+    name: str, value: object, minimum: int = 1, *, maximum: int | None = None, optional: bool = False
+) -> None:
+    """Raise ``ValueError`` unless ``value`` is an integer (not a bool) in ``[minimum, maximum]``, or None when
+    ``optional``."""
+    if optional and value is None:
+        return
+    valid = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+    if valid and maximum is not None and isinstance(value, int):
+        valid = value <= maximum
+    if not valid:
+        bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
+        raise ValueError(f"{name} must be an integer {bound}{' or None' if optional else ''}, got {value!r}")
