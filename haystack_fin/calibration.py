@@ -11,7 +11,6 @@ would return with those thresholds. The baseline is the same ranked list through
 it is checked against what the pipeline itself returned (``baseline_mismatches`` must be 0).
 """
 
-import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,8 +38,6 @@ from haystack_fin.evaluation_runner import (
     index_question_filings,
 )
 from haystack_fin.pipeline_loader import pipeline_dict
-
-logger = logging.getLogger(__name__)
 
 REPORTED = (HIT_METRIC, RECALL_METRIC, WORDS_METRIC, "mrr", "page_hit@1", "context_words@10")
 

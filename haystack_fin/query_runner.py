@@ -7,7 +7,6 @@ override of ``top_k``); the YAML's values are the defaults.
 """
 
 import copy
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +23,6 @@ from haystack_fin.pipeline_loader import (
     pipeline_dict,
     strip_generation,
 )
-
-logger = logging.getLogger(__name__)
 
 ABLATIONS: tuple[str, ...] = (
     "summary_tree",

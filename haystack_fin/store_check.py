@@ -12,13 +12,14 @@ No Haystack import at module level: the CLI imports this module on every command
 """
 
 import json
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from haystack_fin.core.log import get_logger
+
+logger = get_logger(__name__)
 
 QDRANT_STORE_TYPE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
 EDGE_STORE_TYPE = "haystack_fin.document_stores.qdrant_edge.document_store.QdrantEdgeDocumentStore"
@@ -245,7 +246,7 @@ def _wal_locked(wal_dir: Path) -> bool:
     try:
         fd = os.open(wal_dir, os.O_RDONLY)
     except OSError as exc:
-        logger.debug("cannot open %s to probe its lock: %s", wal_dir, exc)
+        logger.debug("cannot open {path} to probe its lock: {error}", path=wal_dir, error=exc)
         return False  # a shard without a WAL folder fails at its own open with a clear message
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -282,7 +283,7 @@ def _locked(lock_path: Path) -> bool:
     try:
         fp = open(lock_path, "rb")  # noqa: SIM115 - closed in the finally below, after the unlock
     except OSError as exc:
-        logger.debug("cannot open %s to probe its lock: %s", lock_path, exc)
+        logger.debug("cannot open {path} to probe its lock: {error}", path=lock_path, error=exc)
         return False  # the client's own open will fail with a clear OSError
     try:
         portalocker.lock(fp, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING)

@@ -22,7 +22,6 @@ import csv
 import dataclasses
 import hashlib
 import json
-import logging
 import re
 import unicodedata
 from bisect import bisect_left
@@ -34,7 +33,9 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Literal
 
-logger = logging.getLogger(__name__)
+from haystack_fin.core.log import get_logger
+
+logger = get_logger(__name__)
 
 MatchType = Literal["exact", "normalized", "fuzzy"]
 ConflictPolicy = Literal["error", "skip"]
@@ -307,7 +308,12 @@ class Lexicon:
                         "a normalized term may belong to one cluster only."
                     )
                 self.conflicts.append((term, owner_id, cluster.id))
-                logger.debug("Lexicon term %r kept in %r, dropped from %r", term, owner_id, cluster.id)
+                logger.debug(
+                    "Lexicon term {term!r} kept in {owner!r}, dropped from {cluster!r}",
+                    term=term,
+                    owner=owner_id,
+                    cluster=cluster.id,
+                )
                 continue
             if surface not in kept:
                 kept.append(surface)

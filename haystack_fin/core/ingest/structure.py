@@ -3,7 +3,6 @@
 This is FilingSplitter's algorithm, kept free of Haystack so it can be tested and reused alone.
 """
 
-import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -23,10 +22,11 @@ from haystack_fin.core.ingest.items import (
 from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.ocr import suspect_numbers, suspect_table_cells
 from haystack_fin.core.ingest.table_blocks import block_to_json, block_to_markdown, split_table_blocks, table_summary
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.schema import Modality
 from haystack_fin.core.table_cells import detect_units
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # (paragraphs of one run, chunk_tokens, overlap_tokens) -> chunks: ``chunk_paragraphs`` or a semantic chunker.
 TextChunker = Callable[[list[Paragraph], int, int], list[TextChunk]]
@@ -263,5 +263,10 @@ def structure_filing(
             )
         )
         chunks.extend(records)
-    logger.debug("%s: %d sections, %d chunks", parsed.source_path, len(sections), len(chunks))
+    logger.debug(
+        "{source}: {n_sections} sections, {n_chunks} chunks",
+        source=parsed.source_path,
+        n_sections=len(sections),
+        n_chunks=len(chunks),
+    )
     return FilingStructure(chunks, items)

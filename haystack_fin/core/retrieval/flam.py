@@ -52,7 +52,6 @@ spreads the budget over more Items (3.3 vs 2.6 on average), which is where its e
 default stays the paper's "relative" until a retrieval benchmark (not just Item coverage) says otherwise.
 """
 
-import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,9 +60,10 @@ from typing import Any, Literal
 from haystack_fin.core import schema
 from haystack_fin.core.ingest.items import COVER_CODE, ITEMS_8K_PREDECESSOR, form_family
 from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.validation import check_int
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 WeightMode = Literal["relative", "log", "softmax", "uniform"]
 # "uniform" ignores the question: every Item with chunks gets an equal share (the FLAM ablation).
@@ -518,7 +518,7 @@ def route(
     weightings: dict[str, ItemWeighting] = {}
     for stats in filings:
         if stats.filing_id in weightings:
-            logger.warning("Filing %r given twice; routing it once.", stats.filing_id)
+            logger.warning("Filing {filing_id!r} given twice; routing it once.", filing_id=stats.filing_id)
             continue
         weightings[stats.filing_id] = score_items(
             clusters,
@@ -564,5 +564,7 @@ def route(
                 ItemBudget(stats.filing_id, item, budget, share * weighting.weights[item], tuple(routed_sections))
             )
     if not budgets:
-        logger.info("FLAM routed no budget: no filing has an Item with chunks (%d filings).", len(filings))
+        logger.info(
+            "FLAM routed no budget: no filing has an Item with chunks ({n_filings} filings).", n_filings=len(filings)
+        )
     return RoutingDecision(question, k, mode, query_terms, routed, budgets)

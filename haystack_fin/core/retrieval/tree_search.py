@@ -12,18 +12,18 @@ Everything here is plain Python + numpy; the BM25 (terms and IDF) is ``bm25.py``
 ``haystack_fin.components.dual_tree_retriever``.
 """
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.retrieval.bm25 import LuceneBM25, content_terms
 from haystack_fin.core.schema import NodeType
 from haystack_fin.core.validation import check_int
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 TreeKind = Literal["summary", "question"]
 SearchMode = Literal["dual_tree", "summary_tree", "question_tree", "flat"]
@@ -172,7 +172,9 @@ def _tree_from_nodes(nodes: list[IndexNode], leaf_ids: set[str]) -> tuple[dict[s
     roots.sort(key=lambda nid: (tree[nid].level, nid))
     dangling = sum(1 for n in tree.values() for c in n.children if c not in tree and c not in leaf_ids)
     if dangling:
-        logger.debug("%d child references of %d tree nodes point nowhere", dangling, len(tree))
+        logger.debug(
+            "{dangling} child references of {n_nodes} tree nodes point nowhere", dangling=dangling, n_nodes=len(tree)
+        )
     return tree, roots
 
 
@@ -205,10 +207,10 @@ def build_item_trees(filing_id: str, nodes: Iterable[IndexNode]) -> dict[str, It
         embedded = [q for q in question_list if dim and q.embedding is not None and len(q.embedding) == dim]
         if len(embedded) < len(question_list):
             logger.debug(
-                "filing %s item %s: %d question nodes without a usable vector",
-                filing_id,
-                item,
-                len(question_list) - len(embedded),
+                "filing {filing_id} item {item}: {n_nodes} question nodes without a usable vector",
+                filing_id=filing_id,
+                item=item,
+                n_nodes=len(question_list) - len(embedded),
             )
         trees[item] = ItemTree(
             filing_id=filing_id,
@@ -225,7 +227,11 @@ def build_item_trees(filing_id: str, nodes: Iterable[IndexNode]) -> dict[str, It
         )
     orphan_items = (summaries.keys() | questions.keys()) - chunks.keys()
     if orphan_items:
-        logger.warning("filing %s: tree nodes without chunks for items %s", filing_id, sorted(orphan_items))
+        logger.warning(
+            "filing {filing_id}: tree nodes without chunks for items {items}",
+            filing_id=filing_id,
+            items=sorted(orphan_items),
+        )
     return trees
 
 

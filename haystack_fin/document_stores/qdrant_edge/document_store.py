@@ -23,7 +23,6 @@ Qdrant Edge verified facts this module relies on (qdrant-edge-py 0.9.0):
 """
 
 import json
-import logging
 import os
 import shutil
 import threading
@@ -41,11 +40,12 @@ from tqdm import tqdm
 
 import haystack_fin
 from haystack_fin.core import schema
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.validation import check_int
 from haystack_fin.document_stores.qdrant_edge.converters import convert_id, document_to_point, point_to_document
 from haystack_fin.document_stores.qdrant_edge.filters import convert_filters, field_key, match_all
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 STORE_FILE = "haystack_fin_store.json"
 SCHEMA_VERSION = 1
@@ -217,7 +217,12 @@ class QdrantEdgeDocumentStore:
         tmp = shard_dir / f".{STORE_FILE}.tmp"
         tmp.write_text(json.dumps(self._store_record(), indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, self._store_file)  # atomic: a crash never leaves a half-written store file
-        logger.info("created Qdrant Edge shard %s (dim %d, %s)", shard_dir, self.embedding_dim, self.similarity)
+        logger.info(
+            "created Qdrant Edge shard {shard} (dim {dim}, {similarity})",
+            shard=shard_dir,
+            dim=self.embedding_dim,
+            similarity=self.similarity,
+        )
         return shard
 
     def _edge_config(self) -> qe.EdgeConfig:
@@ -237,7 +242,7 @@ class QdrantEdgeDocumentStore:
             raise QdrantEdgeStoreError(
                 f"{shard_dir}: recreate_index=True, but the folder is not a Qdrant Edge store; not deleting it"
             )
-        logger.info("recreate_index=True: deleting %s", shard_dir)
+        logger.info("recreate_index=True: deleting {shard}", shard=shard_dir)
         shutil.rmtree(shard_dir)
 
     def _check_store_file(self) -> None:
