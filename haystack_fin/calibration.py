@@ -167,9 +167,9 @@ def run_calibration(
             stage = [sweep.row(modality, _config(base, {m: fixed.get(m, t) for m in MODALITIES})) for t in grid]
             rows += stage
             picked = choose_row(stage if chosen is None else [chosen, *stage], baseline, tolerance)
-            if picked is None and chosen is None:
-                break  # no text threshold keeps the hits: nothing to build on
             chosen = picked or chosen
+            if chosen is None:
+                break  # no text threshold keeps the hits: nothing to build on
             fixed[modality] = chosen["thresholds"][modality]
     finally:
         fin.close()

@@ -113,7 +113,7 @@ def pipeline_dict(
     path = Path(name_or_path)
     if not path.suffix:
         path = pipelines_dir() / f"{name_or_path}.yaml"
-    data = yaml.safe_load(path.read_text())
+    data: dict[str, Any] = yaml.safe_load(path.read_text())
     chosen = store_backend(backend)
     params = _store_params(store_path, qdrant_url, index)
     if params or chosen:
@@ -158,7 +158,7 @@ def load_fragment(path: str | Path) -> dict[str, Any]:
             or not isinstance(node.get("init_parameters"), dict)
         ):
             raise ValueError(f"{path}: component {name!r} of the fragment must hold only an init_parameters mapping")
-    return data
+    return dict(data)
 
 
 def apply_fragment(data: dict[str, Any], fragment: dict[str, Any], source: str = "fragment") -> dict[str, Any]:

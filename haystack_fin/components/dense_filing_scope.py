@@ -18,9 +18,9 @@ def nearest_nodes(store: Any, query_embedding: list[float], filters: dict[str, A
     """The ``top_k`` nodes matching ``filters`` nearest to ``query_embedding``."""
     # Document stores name their vector search differently; this covers Qdrant (local, server, Edge) and InMemory.
     if hasattr(store, "_query_by_embedding"):
-        return store._query_by_embedding(query_embedding=query_embedding, filters=filters, top_k=top_k)
+        return list(store._query_by_embedding(query_embedding=query_embedding, filters=filters, top_k=top_k))
     if hasattr(store, "embedding_retrieval"):
-        return store.embedding_retrieval(query_embedding=query_embedding, filters=filters, top_k=top_k)
+        return list(store.embedding_retrieval(query_embedding=query_embedding, filters=filters, top_k=top_k))
     raise TypeError(f"{type(store).__name__} has no embedding search (_query_by_embedding or embedding_retrieval)")
 
 

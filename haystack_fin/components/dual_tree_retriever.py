@@ -349,8 +349,8 @@ class DualTreeRetriever(SharedStoreClient):
         self,
         query: str,
         query_embedding: list[float],
-        budgets: list[dict] | None = None,
-        filters: dict | None = None,
+        budgets: list[dict[str, Any]] | None = None,
+        filters: dict[str, Any] | None = None,
         top_k: int | None = None,
         analysis: dict[str, Any] | None = None,
     ) -> dict[str, Any]:

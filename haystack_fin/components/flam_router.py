@@ -189,7 +189,7 @@ class FlamRouter(SharedStoreClient):
         conditions: list[dict[str, Any]] = [schema.node_type_filter(schema.NodeType.FILING)]
         if filing_ids is not None:
             conditions.append({"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(filing_ids)})
-        return self._store.filter_documents(filters={"operator": "AND", "conditions": conditions})
+        return list(self._store.filter_documents(filters={"operator": "AND", "conditions": conditions}))
 
     def _filing_stats(self, filing_ids: list[str] | None) -> list[FilingStats]:
         nodes = self._filing_nodes(filing_ids)

@@ -170,7 +170,7 @@ class GraphExpander(SharedStoreClient):
 
     def _graph_of(self, entry: FilingEntry | None, filing_id: str) -> _CachedGraph | None:
         graph = entry.view(self._view_key(), self._build) if entry is not None else _NO_GRAPH
-        if graph is _NO_GRAPH:
+        if not isinstance(graph, _CachedGraph):  # _NO_GRAPH
             logger.warning("filing {filing_id}: no chunks in the document store, not expanded", filing_id=filing_id)
             return None
         return graph

@@ -205,7 +205,7 @@ def entity_hit(fg: FilingGraph, chunk_id: str, metrics: set[str], periods: set[s
     return mention
 
 
-def _cosine(query: Sequence[float] | None, vector: Sequence[float] | None) -> float:
+def _cosine(query: Sequence[float] | None, vector: Sequence[float] | np.ndarray | None) -> float:
     if query is None or vector is None or len(query) == 0 or len(query) != len(vector):
         return 0.0
     q = np.asarray(query, dtype=np.float32)
@@ -220,7 +220,7 @@ def expand(
     candidate_ids: Sequence[str],
     params: ExpansionParams | None = None,
     query_embedding: Sequence[float] | None = None,
-    vectors: Mapping[str, Sequence[float]] | None = None,
+    vectors: Mapping[str, Sequence[float] | np.ndarray] | None = None,
 ) -> tuple[list[Expansion], dict[str, Any]]:
     """Passages to add to ``candidate_ids`` (incoming order, best first), best first, at most ``max_added``;
     intent-required ones come first. Returns (expansions, trace)."""

@@ -60,7 +60,11 @@ class FilingState:
 
     @classmethod
     def build(
-        cls, filing_id: str, index_run: str | None, nodes: Iterable[IndexNode], chunk_meta: dict[str, Mapping[str, Any]]
+        cls,
+        filing_id: str,
+        index_run: str | None,
+        nodes: Iterable[IndexNode],
+        chunk_meta: Mapping[str, Mapping[str, Any]],
     ) -> FilingState:
         """The state of a filing from its chunk and tree nodes (``nodes``) and its chunks' meta."""
         statement_ids: dict[str, list[str]] = {}
@@ -69,7 +73,8 @@ class FilingState:
                 statement_ids.setdefault(str(meta[schema.STATEMENT]), []).append(chunk_id)
         # Chunk ids sort in filing order (zero-padded chunk numbers), which makes the heading order deterministic.
         sections = SectionIndex((cid, chunk_meta[cid].get(schema.SECTION_PATH) or ()) for cid in sorted(chunk_meta))
-        return cls(filing_id, index_run, build_item_trees(filing_id, nodes), chunk_meta, statement_ids, sections)
+        trees = build_item_trees(filing_id, nodes)
+        return cls(filing_id, index_run, trees, dict(chunk_meta), statement_ids, sections)
 
     def vector(self, chunk_id: str) -> np.ndarray | None:
         """The chunk's unit vector from its Item tree (None when the chunk is in no tree)."""

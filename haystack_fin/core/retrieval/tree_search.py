@@ -49,7 +49,7 @@ class IndexNode:
     level: int | None = None
     parent_id: str | None = None
     children_ids: tuple[str, ...] = ()
-    embedding: Sequence[float] | None = None
+    embedding: Sequence[float] | np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class TreeNode:
     text: str = ""
 
 
-def _unit_rows(vectors: Sequence[Sequence[float] | None], dim: int) -> np.ndarray:
+def _unit_rows(vectors: Sequence[Sequence[float] | np.ndarray | None], dim: int) -> np.ndarray:
     """Row-normalized float32 matrix; a missing vector becomes a zero row (cosine 0 with everything)."""
     matrix = np.zeros((len(vectors), dim), dtype=np.float32)
     for row, vector in enumerate(vectors):

@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from math import exp
@@ -200,7 +201,9 @@ class QdrantEdgeDocumentStore:
             self._recreated = True
         if (shard_dir / "edge_config.json").exists():
             self._check_store_file()
-            shard = self._edge_call(lambda: qe.EdgeShard.load(str(shard_dir), self._edge_config()), "open")
+            shard: qe.EdgeShard = self._edge_call(
+                lambda: qe.EdgeShard.load(str(shard_dir), self._edge_config()), "open"
+            )
             self._ensure_payload_indexes(shard)
             return shard
         if (Path(self.path) / "meta.json").is_file():
@@ -452,12 +455,12 @@ class QdrantEdgeDocumentStore:
 
     def _stored_ids(self, ids: list[str]) -> set[str]:
         by_point = {convert_id(i): i for i in ids}
-        point_ids = list(by_point)
+        point_ids: list[int | uuid.UUID | str] = list(by_point)
         stored: set[str] = set()
         for start in range(0, len(point_ids), _SCROLL_PAGE):
             chunk = point_ids[start : start + _SCROLL_PAGE]
             for record in self._shard_or_open().retrieve(chunk, with_payload=False, with_vector=False):
-                stored.add(by_point[record.id.hex])
+                stored.add(by_point[record.id.hex if isinstance(record.id, uuid.UUID) else str(record.id)])
         return stored
 
     def delete_documents(self, document_ids: list[str]) -> None:
@@ -528,7 +531,7 @@ class QdrantEdgeDocumentStore:
         """``{"min", "max"}`` of a numeric (or string) meta field; both None when no Document has it."""
         values = [v for v in self._field_values(metadata_field) if not isinstance(v, dict | list)]
         numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
-        chosen = numbers or [v for v in values if isinstance(v, str)]
+        chosen: list[Any] = numbers or [v for v in values if isinstance(v, str)]
         if not chosen:
             return {"min": None, "max": None}
         return {"min": min(chosen), "max": max(chosen)}

@@ -132,7 +132,7 @@ def _equal(key: str, value: Any) -> Any:
     if isinstance(value, bool):
         # qdrant-edge-py reads a Python bool as the integer 1/0 (bool subclasses int), which never matches a stored
         # JSON boolean; numpy.bool_ is converted as a boolean (verified on 0.9.0).
-        return qe.FieldCondition(key, match=qe.MatchValue(np.bool_(value)))
+        return qe.FieldCondition(key, match=qe.MatchValue(np.bool_(value)))  # type: ignore[arg-type]  # see above
     if isinstance(value, str):
         return qe.FieldCondition(key, match=qe.MatchValue(value))
     if isinstance(value, int | float):
