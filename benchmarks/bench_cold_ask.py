@@ -1,5 +1,5 @@
 """Cold ``haystack-fin ask --filing X --no-llm`` in a fresh process, Qdrant Edge against qdrant-client local mode
-(issue 14: a cold ask on a 52-filing store at least 3x faster on Edge).
+(a cold ask on a 52-filing store, Edge against local mode).
 
 Each run is a new process (imports, model load, store open, the filing's first load), timed from outside with its
 peak RSS (wait4). Backends alternate run by run, so load on the machine hits both alike. The stores are the ones

@@ -1,4 +1,4 @@
-"""Scale benchmark (issue 14, point 4): the dev questions against stores of N filings, most of them look-alikes.
+"""Scale benchmark: the dev questions against stores of N filings, most of them look-alikes.
 
 A store of N filings holds the 22 indexed dev filings under their own ids (so the questions' gold pages stay valid)
 plus N-22 distractors cloned from them round-robin: each clone gets a new filing id, a real company name (with

@@ -1,4 +1,4 @@
-"""Same passages on Qdrant Edge as on qdrant-client local mode? (issue 14: Edge as the default store)
+"""Same passages on Qdrant Edge as on qdrant-client local mode? (Edge is the default store)
 
 Indexes the same filings with the same code into an Edge store and a local-mode store, runs each filing's
 FinanceBench dev questions through ``QueryRunner`` on both (single setting: ``filing_ids=[doc_name]``) and compares

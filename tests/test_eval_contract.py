@@ -1,4 +1,4 @@
-"""The eval JSON's per-question audit trail (issue 11): the ranked (filing_id, pages) of the top 10 next to the
+"""The eval JSON's per-question audit trail: the ranked (filing_id, pages) of the top 10 next to the
 unchanged metric keys, and completeness by number of gold pages."""
 
 from haystack import Document

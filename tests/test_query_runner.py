@@ -40,7 +40,7 @@ def test_ablations_are_configuration_edits():
 
 
 def test_section_routing_ships_off_on_both_sides():
-    # Measured no better on the dev slice and the analyst set (README): the router and the splitter's counts are off.
+    # Measured no better (docs/design.md): the router and the splitter's counts are off.
     assert _query_dict()["components"]["router"]["init_parameters"]["route_sections"] is False
     indexing = pipeline_dict("indexing")
     assert indexing["components"]["splitter"]["init_parameters"]["section_term_stats"] is False
@@ -197,7 +197,7 @@ def test_top_passages_do_not_depend_on_k(bestbuy_store):
     assert ten[:3] == three
 
 
-# The README's questions and a new user's (issue 12): a question that names no segment is answered by the
+# The README's questions and a new user's: a question that names no segment is answered by the
 # consolidated figure (the income statement p. 4, or MD&A's "Consolidated Results" pp. 16-17: its table's $9,583
 # million or its text's "$9.6 billion"), not by the Domestic segment's table or the store counts; the income
 # statement's figure is in the top 3 either way. (With table summaries in the embedding, "revenue in Q2 FY2024"

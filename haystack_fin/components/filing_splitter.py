@@ -136,7 +136,7 @@ class FilingSplitter:
         :param section_term_stats: with ``term_stats``, also count them per section below each Item (the headings of
             the first two levels: notes, MD&A subsections) into ``section_term_counts`` / ``section_term_totals``,
             for ``FlamRouter(route_sections=True)``. Off by default: that routing did not help on the dev slice or
-            the analyst set (README), and the counting costs indexing time.
+            the analyst set (docs/design.md), and the counting costs indexing time.
         :param tag_statements: mark the blocks of primary financial statements (balance sheet, income, cash flow,
             equity, comprehensive income; found by their titles) with ``meta["statement"]``, which
             DualTreeRetriever and TwoStageRanker use for questions about a statement or its line items.
@@ -147,7 +147,7 @@ class FilingSplitter:
             "semantic" (cut where consecutive sentences' embeddings drift apart beyond their ``semantic_percentile``,
             then adjacent segments at least ``semantic_merge_threshold`` similar merged up to ``chunk_tokens``;
             inside Item boundaries; ``core/ingest/semantic.py``). Semantic chunking embeds every sentence at
-            indexing with ``semantic_model`` (loaded by ``warm_up``); measured against the default in the README.
+            indexing with ``semantic_model`` (loaded by ``warm_up``); measured against the default in docs/design.md.
         :param semantic_model: sentence-transformers model for semantic chunking (bundled alias, name or path).
         :param semantic_percentile: breakpoint percentile (0-1) of consecutive cosine distances.
         :param semantic_merge_threshold: cosine similarity at or above which adjacent segments merge.
@@ -156,7 +156,7 @@ class FilingSplitter:
             (``core.graph.build.chunk_graph_meta``). ``GraphExpander`` then builds a filing's graph from them instead
             of extracting them from the chunk text on the filing's first query; a store written without them (or by
             another graph version or lexicon) is extracted as before. Not embedded and not part of any text that is
-            searched; the cost is measured in the README.
+            searched; its cost is in docs/benchmarks.md.
         """
         check_int("chunk_tokens", chunk_tokens, 16)
         if not 0 <= overlap_tokens < chunk_tokens:

@@ -164,7 +164,7 @@ class TreeBuilder:
         :param question_tree: build the question tree (question nodes, embedded). None (default): only with a
             ``chat_generator``, i.e. with LLM-written questions; True: also with template questions; False: never.
             Template questions were measured to add no retrieval quality on unseen filings and on the analyst set
-            (see the README's measurements) while their embedding is most of the trees' indexing cost, so without a
+            (docs/design.md) while their embedding is most of the trees' indexing cost, so without a
             model the default index has the summary tree only; DualTreeRetriever then walks that tree alone.
         """
         validate_tree_params(reducer, max_cluster_size, soft_threshold)

@@ -1,6 +1,6 @@
 """A BERT sentence encoder in numpy: a sentence-transformers folder (BERT + pooling + normalize) without torch.
 
-Why: a cold ``ask`` spent most of its time importing sentence-transformers and torch (issue 14: 18 s and 9.5 s under
+Why: a cold ``ask`` spent most of its time importing sentence-transformers and torch (18 s and 9.5 s under
 load) to embed one short question. The forward pass of a 6-layer BERT over a dozen tokens is a few matrix products,
 which numpy does in milliseconds; the weights are read from the folder's ``model.safetensors`` with safetensors'
 numpy loader and the text is tokenized by the folder's own ``tokenizer.json`` (Hugging Face ``tokenizers``), so the

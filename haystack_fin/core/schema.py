@@ -70,7 +70,7 @@ OCR = "ocr"
 OCR_CONFIDENCE = "ocr_confidence"
 OCR_SUSPECT_NUMBERS = "ocr_suspect_numbers"
 OCR_SUSPECT_CELLS = "ocr_suspect_cells"
-# The filing graph (core/graph/, issue 11): a chunk's entities (compact rows) and outgoing edges, each a JSON string,
+# The filing graph (core/graph/): a chunk's entities (compact rows) and outgoing edges, each a JSON string,
 # written at indexing (``graph.build.chunk_graph_meta``, FilingSplitter's ``graph_meta``), the extractor version and
 # the lexicon fingerprint they were derived with (another version or lexicon is recomputed), and the query-time path
 # that pulled a passage in.

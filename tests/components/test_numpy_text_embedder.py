@@ -98,7 +98,7 @@ def test_other_architectures_and_poolings_are_refused(tmp_path):
 
 
 def test_the_shipped_query_pipeline_embeds_without_sentence_transformers(tmp_path):
-    # The cold start of `ask` (issue 14): loading, warming and running the query embedder of pipelines/query.yaml
+    # The cold start of `ask`: loading, warming and running the query embedder of pipelines/query.yaml
     # imports neither sentence-transformers nor transformers (torch comes with Haystack itself).
     script = (
         "import sys\n"

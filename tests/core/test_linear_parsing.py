@@ -782,7 +782,7 @@ def merged_ocr(first: Any, second: Any) -> dict[str, Any]:
 
 
 def _join_page_breaks_quadratic(elements: list[Any]) -> list[Any]:
-    """join_page_breaks as it was before issue 8: the joined Element rebuilt at every page break."""
+    """join_page_breaks as it was before its linear rewrite: the joined Element rebuilt at every page break."""
     from haystack_fin.core.ingest.layout import Element, TableData
     from haystack_fin.core.text import squash
 
@@ -840,7 +840,7 @@ def _join_page_breaks_quadratic(elements: list[Any]) -> list[Any]:
 
 
 def _grid_dense(raw: list[list[Any]]) -> list[list[str]]:
-    """html._grid's placement as it was before issue 8: a dense row over every grid column."""
+    """html._grid's placement as it was before its linear rewrite: a dense row over every grid column."""
     from haystack_fin.core.ingest.html import merge_cell_fragments
 
     placed, carry, n_cols = [], {}, 0

@@ -1,5 +1,5 @@
 """Saying what is not there: ``ScopeDecision.unmatched`` names the filing ids, companies, periods and forms a
-question asks for that no indexed filing has (issue 12, point 3), without changing which filings are in scope.
+question asks for that no indexed filing has, without changing which filings are in scope.
 
 Profiles are the 22 FinanceBench filings of tests/fixtures/filing_profiles.json (as ``detect_filing_meta`` reads
 them); the single-company index is the Best Buy 10-Q alone, as in the new-user report of the issue."""

@@ -1,4 +1,4 @@
-"""Edges of the filing graph, in the three confidence tiers of the relation-index design (issue 11):
+"""Edges of the filing graph, in the three confidence tiers of the relation-index design:
 
 * ``explicit`` (0.95): a textual reference resolved to its target, "Note 7" -> the first chunk under the heading of
   Note 7, "Item 7A" -> the Item's first chunk, "the following table" -> the next table of the section, "the

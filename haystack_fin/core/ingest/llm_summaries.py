@@ -1,4 +1,4 @@
-"""Chat-model summaries of table and image chunks for their embedding (issue 13's optional LLM summaries).
+"""Chat-model summaries of table and image chunks for their embedding (optional).
 
 A table block embeds its template summary (``table_blocks.table_summary``) and its Markdown; an image chunk embeds
 its caption, labels and OCR'd text. A chat model (any Haystack chat generator, e.g. a local Ollama model, a vision
