@@ -42,7 +42,7 @@ _EDGE_PARAMS = frozenset(
         "hnsw_m",
     }
 )
-# A Qdrant server keeps its default HNSW (built in the background; the server's scale-out settings are in docs/design.md).
+# A Qdrant server keeps its default HNSW (built in the background; scale-out settings: docs/design.md).
 _EDGE_ONLY_PARAMS = frozenset({"payload_indexes", "memory", "hnsw_m"})
 # A Qdrant server gets the payload indexes the Edge store creates with its shard (``DEFAULT_PAYLOAD_INDEXES``): the
 # retriever loads a filing by ``filing_id`` and scope reads the ``node_type == "filing"`` nodes, and without a
