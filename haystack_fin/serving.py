@@ -233,6 +233,8 @@ class FinService:
         self._ollama_checked = 0.0
         self._ollama_up: bool | None = None  # not probed yet: the first probe is logged either way
         self._profiles_read = 0.0
+        self._deadline = Deadline(math.inf)  # the running request's, read by the generator when its turn comes
+        self._bounded: Any = None  # the runner whose generator is bounded
 
     def warm_up(self) -> float:
         """Load the query pipeline and answer one question (model, store and filing caches loaded); seconds taken."""
@@ -297,15 +299,31 @@ class FinService:
         if unknown:
             raise RequestError(f"no indexed filing has id {', '.join(map(repr, unknown))}", status=404)
 
-    def _bound_generator(self, seconds: float) -> None:
-        """The generator's HTTP timeout: what is left of the deadline, so a generator that sends nothing cannot hold
-        the worker past it (``close`` drops its client; the next run opens one with this timeout)."""
-        if "llm" not in self.runner.data["components"] or not math.isfinite(seconds):
+    def _bound_generator(self) -> None:
+        """Give the generator, when its turn in the pipeline comes, an HTTP timeout of what is left of the running
+        request's deadline then (retrieval before it takes from under a second to a few on a loaded machine), so a
+        generator that sends nothing cannot hold the worker past the deadline; past it, the generator is not called.
+
+        Pipeline.run calls ``instance.run``, so the generator's own ``run`` is wrapped on the instance, once per
+        loaded pipeline; ``close`` drops its client and its ``run`` opens one with the new timeout."""
+        if "llm" not in self.runner.data["components"] or self._bounded is self.runner:
             return
+        self._bounded = self.runner
         llm = self.runner.pipe.get_component("llm")
-        if hasattr(llm, "timeout") and hasattr(llm, "close"):
-            llm.timeout = max(1.0, seconds)
-            llm.close()
+        if not (hasattr(llm, "timeout") and hasattr(llm, "close")):
+            return
+        generate, configured = llm.run, llm.timeout
+
+        def run_within_deadline(*args: Any, **kwargs: Any) -> Any:
+            self._deadline.check()
+            remaining = self._deadline.remaining()
+            timeout = max(0.1, remaining) if math.isfinite(remaining) else configured
+            if llm.timeout != timeout:
+                llm.timeout = timeout
+                llm.close()
+            return generate(*args, **kwargs)
+
+        llm.run = run_within_deadline
 
     def ask(
         self,
@@ -329,7 +347,8 @@ class FinService:
         up = generate and self.ollama_up()
         on_token = None
         if up:
-            self._bound_generator(deadline.remaining())
+            self._deadline = deadline
+            self._bound_generator()
 
             def on_token(chunk: Any) -> None:
                 deadline.check()  # raised inside the generator: the pipeline run ends here

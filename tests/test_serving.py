@@ -163,24 +163,37 @@ class _Scope:
 
 
 class _Generator:
+    """OllamaChatGenerator's surface as FinService uses it: ``timeout``, ``close`` and a ``run`` that streams
+    ``tokens`` generated ``token_seconds`` apart to the streaming callback, noting the timeout it runs with."""
+
     def __init__(self) -> None:
         self.timeout = 120.0
         self.closed = 0
+        self.tokens, self.token_seconds = 0, 0.0
+        self.ran_with: list[float] = []
 
     def close(self) -> None:
         self.closed += 1
 
+    def run(self, streaming_callback: Any = None) -> dict[str, Any]:
+        self.ran_with.append(self.timeout)
+        for _ in range(self.tokens):
+            time.sleep(self.token_seconds)
+            if streaming_callback is not None:
+                streaming_callback(type("Chunk", (), {"content": "w "})())
+        return {"replies": []}
+
 
 class _Runner:
-    """QueryRunner's surface as FinService uses it; ``run`` records its calls and streams ``tokens`` generated
-    ``token_seconds`` apart to the streaming callback, as the Ollama generator does."""
+    """QueryRunner's surface as FinService uses it; ``run`` records its calls, takes ``retrieval_seconds``, then
+    calls the generator as Pipeline.run does (``instance.run``) when generation is on."""
 
     def __init__(self, filing_ids: list[str], max_filings: int = 3) -> None:
         self.data = {"components": {"scope": {}, "llm": {}}}
         self.components = {"scope": _Scope(filing_ids, max_filings), "llm": _Generator()}
         self.pipe = self
         self.runs: list[tuple[str, Any]] = []
-        self.tokens, self.token_seconds = 0, 0.0
+        self.retrieval_seconds = 0.0
         self.fail: Exception | None = None
 
     def get_component(self, name: str) -> Any:
@@ -190,10 +203,9 @@ class _Runner:
         self.runs.append((question, filing_ids))
         if self.fail is not None:
             raise self.fail
-        for _ in range(self.tokens):
-            time.sleep(self.token_seconds)
-            if streaming_callback is not None:
-                streaming_callback(type("Chunk", (), {"content": "w "})())
+        time.sleep(self.retrieval_seconds)
+        if generate:
+            self.components["llm"].run(streaming_callback=streaming_callback)
         known = {p.filing_id for p in self.components["scope"].profiles}
         unmatched = [{"kind": "filing_id", "text": f, "reason": "unknown"} for f in filing_ids or [] if f not in known]
         return QueryResult(passages=[], answer=None, trace={"scope": {"unmatched": unmatched}})
@@ -238,19 +250,26 @@ def test_explicit_filing_ids_are_bounded_like_the_question_scope(filing_ids, mes
 
 def test_generation_stops_at_the_first_token_past_the_deadline():
     runner = _Runner(["BBY"])
-    runner.tokens, runner.token_seconds = 100, 0.05  # 5 s of tokens
+    llm = runner.components["llm"]
+    runner.retrieval_seconds, llm.tokens, llm.token_seconds = 0.3, 100, 0.05  # 5 s of tokens
     service = _service(runner, ollama=True)
     start = time.monotonic()
     with pytest.raises(RequestTimeout) as info:
-        service.ask("What was revenue?", deadline=Deadline(0.5))
+        service.ask("What was revenue?", deadline=Deadline(1.0))
     assert info.value.status == 504 and time.monotonic() - start < 1.5
-    llm = runner.components["llm"]
-    assert llm.timeout <= 1.0 and llm.closed == 1  # a generator that sends nothing is cut by its HTTP timeout
+    # A generator that sends nothing is cut by its HTTP timeout: what was left of the deadline when it started.
+    (timeout,) = llm.ran_with
+    assert 0.5 < timeout <= 0.71 and llm.closed == 1
+    service.ask("What was revenue?")  # no deadline: the YAML's timeout again
+    assert llm.ran_with[-1] == 120.0
+    late = Deadline(0.2)  # past its deadline when retrieval ends: the generator is not called
+    with pytest.raises(RequestTimeout):
+        service.ask("What was revenue?", deadline=late)
     abandoned = Deadline(60)
     abandoned.abandon()  # its client left while it waited: it never runs
     with pytest.raises(RequestTimeout):
         service.ask("What was revenue?", deadline=abandoned)
-    assert len(runner.runs) == 1
+    assert len(runner.runs) == 3 and len(llm.ran_with) == 2
 
 
 def test_a_failing_generator_is_502_without_its_address(caplog):

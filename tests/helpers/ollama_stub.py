@@ -7,7 +7,8 @@ number come back through the server.
 
 A stub can be made slow, as a loaded or stuck Ollama is: ``stub.token_delay`` seconds before each streamed token,
 ``stub.stall`` seconds before any byte of a ``/api/chat`` answer, ``stub.filler_tokens`` more tokens after the reply
-(a model that rambles; all 0 by default, changeable while it runs)."""
+(a model that rambles). All are 0 by default and can be changed while it runs; an answer keeps the values it started
+with, so a test can make one request slow and the next one fast."""
 
 import contextlib
 import json
@@ -86,11 +87,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         self.server.requests.append(request)  # type: ignore[attr-defined]
-        start = time.monotonic()
-        while time.monotonic() - start < self.server.stall:  # type: ignore[attr-defined]  # stall = 0 ends it
-            time.sleep(0.05)
+        stall, delay, filler = self.server.stall, self.server.token_delay, self.server.filler_tokens  # type: ignore[attr-defined]
+        time.sleep(stall)
         prompt = "\n".join(str(m.get("content") or "") for m in request.get("messages", []))
-        text = reply_for(prompt) + " and" * self.server.filler_tokens  # type: ignore[attr-defined]
+        text = reply_for(prompt) + " and" * filler
         base = {"model": request.get("model", MODEL), "created_at": "2026-01-01T00:00:00Z"}
         done = {
             "done": True,
@@ -106,7 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/x-ndjson")
             self.end_headers()
             for token in re.findall(r"\S+\s*", text):
-                time.sleep(self.server.token_delay)  # type: ignore[attr-defined]
+                time.sleep(delay)
                 line = {**base, "message": {"role": "assistant", "content": token}, "done": False}
                 self.wfile.write((json.dumps(line) + "\n").encode())
                 self.wfile.flush()
