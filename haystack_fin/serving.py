@@ -70,6 +70,14 @@ class RequestTimeout(RequestError):
         super().__init__(f"no answer within the {seconds:g} s deadline; try again, or ask a narrower question", 504)
 
 
+class GenerationStopped(BaseException):
+    """Raised inside the generator when the request's deadline passed or its client left. A ``BaseException`` so that
+    Haystack's ``Pipeline.run`` lets it through as it is: an ``Exception`` would be wrapped in a
+    ``PipelineRuntimeError`` after a snapshot of the pipeline's state is serialized for it (a few tenths of a second
+    on the worker, and warnings in the log, for a request nobody waits for). ``FinService.ask`` turns it into
+    ``RequestTimeout``."""
+
+
 class ServerBusy(RequestError):
     """The queue of waiting requests is full; ``retry_after`` is an estimate in seconds of when it has room."""
 
@@ -315,13 +323,19 @@ class FinService:
         generate, configured = llm.run, llm.timeout
 
         def run_within_deadline(*args: Any, **kwargs: Any) -> Any:
-            self._deadline.check()
+            if self._deadline.expired:
+                raise GenerationStopped
             remaining = self._deadline.remaining()
             timeout = max(0.1, remaining) if math.isfinite(remaining) else configured
             if llm.timeout != timeout:
                 llm.timeout = timeout
                 llm.close()
-            return generate(*args, **kwargs)
+            try:
+                return generate(*args, **kwargs)
+            except Exception:
+                if self._deadline.expired:  # its HTTP timeout, which is the deadline
+                    raise GenerationStopped from None
+                raise
 
         llm.run = run_within_deadline
 
@@ -351,12 +365,15 @@ class FinService:
             self._bound_generator()
 
             def on_token(chunk: Any) -> None:
-                deadline.check()  # raised inside the generator: the pipeline run ends here
+                if deadline.expired:
+                    raise GenerationStopped  # raised inside the generator: the pipeline run ends here
                 if streaming_callback is not None:
                     streaming_callback(chunk)
 
         try:
             result = self.runner.run(question, ids or None, k=k, generate=up, streaming_callback=on_token)
+        except GenerationStopped:
+            raise RequestTimeout(deadline.seconds) from None
         except Exception as exc:
             if deadline.expired:
                 raise RequestTimeout(deadline.seconds) from exc
