@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="result JSON")
     args = parser.parse_args(argv)
 
+    load_before = os.getloadavg()  # the machine may be shared: every time below depends on it
     cold = cold_ask(args.store, args.cold_runs)
     stub = None
     if args.ollama_stub:
@@ -236,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             stub.__exit__(None, None, None)
 
     result = {
+        "load_average_1_5_15_min": {"start": load_before, "end": os.getloadavg(), "cpus": os.cpu_count()},
         "server": {"request_timeout_s": served["request_timeout_s"], "max_queue": served["max_queue"]},
         "cold_ask_s": cold,
         "cold_ask_median_s": statistics.median(cold),

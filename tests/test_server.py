@@ -150,6 +150,14 @@ def test_mcp_offers_the_query_tool_only():
     assert not result.isError and json.loads(result.content[0].text)["answer"] == "w0 w1 w2 "
 
 
+def test_mcp_bodies_that_are_not_json_are_a_parse_error_not_a_500():
+    headers = {"Accept": "application/json, text/event-stream"}
+    with serving(SlowService(), mcp=True) as (port, _):
+        for raw in (b"\xbb\xe4{}", b"[" * 100_000 + b"]" * 100_000, b'{"jsonrpc": "2.0", '):
+            status, _, body = call(port, "POST", "/mcp", raw=raw, headers=headers)
+            assert status == 400 and json.loads(body)["error"]["code"] == -32700, (raw[:20], status, body)
+
+
 def test_cross_origin_calls_are_refused_unless_named():
     preflight = {"Origin": "http://evil.example", "Access-Control-Request-Method": "POST",
                  "Access-Control-Request-Headers": "content-type"}  # fmt: skip
