@@ -22,7 +22,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 logger = logging.getLogger("haystack_fin")
 
-REST_PORT, MCP_PORT = 1416, 1417  # Hayhooks' defaults
+REST_PORT, MCP_PORT = 1416, 1417  # the ports Hayhooks used, so existing clients keep theirs
 _FILING_SUFFIXES = (".pdf", ".htm", ".html", ".xhtml", ".gz")
 _INT_FIELDS = {"fiscal_year", "fiscal_quarter"}
 
@@ -46,6 +46,26 @@ def _timeout(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
     if value < 0 or not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be 0 (no limit) or a positive number of seconds, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
     return value
 
 
@@ -457,12 +477,26 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from haystack_fin.serving import ServingConfig, serve
+    from haystack_fin.server import API_KEY_ENV, ServeOptions, serve
+    from haystack_fin.serving import RequestError, ServingConfig
 
     config = ServingConfig(args.store, args.qdrant_url, args.index, args.ollama_url, args.ollama_model)
-    port = args.port or (MCP_PORT if args.mcp else REST_PORT)
-    serve(config, args.host, port, mcp=args.mcp)
-    return 0  # not reached: serve replaces this process with the server
+    options = ServeOptions(
+        host=args.host,
+        port=args.port or (MCP_PORT if args.mcp else REST_PORT),
+        api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
+        cors_origins=tuple(args.cors_origin or ()),
+        allowed_hosts=tuple(args.allowed_host or ()),
+        request_timeout=args.request_timeout,
+        max_queue=args.max_queue,
+        mcp=args.mcp,
+    )
+    try:
+        serve(config, options)
+    except RequestError as exc:  # a refused option or store: its own words, one line
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 _BACKEND_CHOICES = ("edge", "local")
@@ -554,14 +588,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--create", action="store_true", help="create the store if it does not exist (it finds nothing)")
     p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("serve", help="serve the query pipeline with Hayhooks (REST, OpenAI chat, MCP)")
+    p = sub.add_parser("serve", help="serve the query pipeline over HTTP (REST, OpenAI chat, MCP); docs/serving.md")
     _add_store_args(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_positive_int, default=None, help=f"port (default {REST_PORT}, --mcp {MCP_PORT})")
     p.add_argument(
+        "--api-key",
+        default=None,
+        help="require 'Authorization: Bearer KEY' on every route but /health (required off loopback; "
+        "HAYSTACK_FIN_API_KEY also sets it, and keeps it out of the process list)",
+    )
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="let web pages from this origin call the server, e.g. http://localhost:3000 (repeatable; default: none)",
+    )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST",
+        help="also answer requests whose Host header is HOST, e.g. behind a reverse proxy (repeatable; on loopback "
+        "the default is 127.0.0.1, localhost and [::1] only)",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="answer 504 when a request (queue wait, retrieval and generation) takes longer (default 60)",
+    )
+    p.add_argument(
+        "--max-queue",
+        type=_non_negative_int,
+        default=16,
+        metavar="N",
+        help="requests that may wait while one runs; more get 503 with Retry-After (default 16)",
+    )
+    p.add_argument(
         "--mcp",
         action="store_true",
-        help="run Hayhooks' MCP server instead (the pipeline as an MCP tool; streamable HTTP at /mcp, SSE at /sse)",
+        help="also serve the query as an MCP tool (streamable HTTP at /mcp)",
     )
     p.add_argument("--ollama-url", default=None, help="Ollama server (default: the query YAML's)")
     p.add_argument("--ollama-model", default=None, help="Ollama model (default: the query YAML's)")

@@ -1,42 +1,57 @@
-"""Serving the query pipeline: one warm service behind Hayhooks (``pipelines/haystack_fin/pipeline_wrapper.py``).
+"""Serving the query pipeline: one warm ``FinService`` and the bounds every request runs under.
 
 ``FinService`` holds one pipeline, ``pipelines/query.yaml`` through ``QueryRunner`` (the path ``ask`` takes):
 retrieval, then the prompt, Ollama generator, answer builder and ``AnswerChecker``. Its ``gate`` is closed per request
-when Ollama is down or generation is off, so the answer is the evidence with the reason; the chat endpoint streams the
-generator's tokens through a run-time ``streaming_callback``.
+when Ollama is down or generation is off, so the answer is the evidence with the reason.
 
-Configuration comes from the environment, so ``hayhooks run --pipelines-dir pipelines`` works as well as
-``haystack-fin serve``: ``HAYSTACK_FIN_STORE`` (embedded store folder), ``HAYSTACK_FIN_QDRANT_URL`` (a Qdrant
-server; the path for several processes or replicas, since an embedded folder admits one process),
+``RequestSlots`` runs those requests one at a time in one worker thread (the embedded store admits one client, and
+the query components keep per-store caches that were not written for concurrent runs), with at most ``max_queue``
+waiting and each request bounded by its ``Deadline``. A thread cannot be stopped from outside, so the bound is kept
+from inside: the worker skips a request whose deadline passed or whose client left, the generator's tokens are
+streamed through a callback that stops the run once the deadline passes, and the generator's HTTP timeout is set to
+what is left of the deadline (it bounds a generator that sends nothing). Retrieval is not interruptible; it is short.
+
+The HTTP and MCP side is ``haystack_fin/server.py``. Configuration comes from the command line or the environment:
+``HAYSTACK_FIN_STORE`` (embedded store folder), ``HAYSTACK_FIN_QDRANT_URL`` (a Qdrant server),
 ``HAYSTACK_FIN_INDEX``, ``HAYSTACK_FIN_OLLAMA_URL`` and ``HAYSTACK_FIN_OLLAMA_MODEL`` (default: the YAML's).
 """
 
+import asyncio
 import json
 import logging
+import math
 import os
-import queue
-import sys
+import re
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 STORE_ENV = "HAYSTACK_FIN_STORE"
 QDRANT_URL_ENV = "HAYSTACK_FIN_QDRANT_URL"
 INDEX_ENV = "HAYSTACK_FIN_INDEX"
 OLLAMA_URL_ENV = "HAYSTACK_FIN_OLLAMA_URL"
 OLLAMA_MODEL_ENV = "HAYSTACK_FIN_OLLAMA_MODEL"
-PIPELINE_NAME = "haystack-fin"  # the folder name under pipelines/: "haystack_fin" would shadow this package
+PIPELINE_NAME = "haystack-fin"  # the route prefix, the OpenAI model name and the MCP tool name
 
 # Request bounds: a question is a sentence or two; 2,000 characters is generous and keeps a pasted document from
 # being embedded and BM25-scored against every Item.
 MAX_QUESTION_CHARS = 2000
 MAX_K = 50
+# Explicit filing ids: what the filing converter writes ([A-Za-z0-9._-], an accession number's digits and dashes)
+# plus ":" and "+"; never "#", which separates a filing id from its node ids.
+FILING_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
+MAX_FILING_IDS = 10
+# An unknown filing id re-reads the filing profiles (a filing indexed since the last read), at most this often, so
+# a stream of unknown ids does not turn into a stream of store scans.
+PROFILE_REFRESH_SECONDS = 5.0
 WARM_UP_QUESTION = "What was total revenue?"
 
 
@@ -46,6 +61,29 @@ class RequestError(ValueError):
     def __init__(self, message: str, status: int = 422) -> None:
         super().__init__(message)
         self.status = status
+
+
+class RequestTimeout(RequestError):
+    """The request's deadline passed (or its client left) before its answer was ready."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no answer within the {seconds:g} s deadline; try again, or ask a narrower question", 504)
+
+
+class GenerationStopped(BaseException):
+    """Raised inside the generator when the request's deadline passed or its client left. A ``BaseException`` so that
+    Haystack's ``Pipeline.run`` lets it through as it is: an ``Exception`` would be wrapped in a
+    ``PipelineRuntimeError`` after a snapshot of the pipeline's state is serialized for it (a few tenths of a second
+    on the worker, and warnings in the log, for a request nobody waits for). ``FinService.ask`` turns it into
+    ``RequestTimeout``."""
+
+
+class ServerBusy(RequestError):
+    """The queue of waiting requests is full; ``retry_after`` is an estimate in seconds of when it has room."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"the server is busy (queue full); retry after {retry_after} s", 503)
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -63,30 +101,48 @@ class ServingConfig:
 
         return cls(get(STORE_ENV), get(QDRANT_URL_ENV), get(INDEX_ENV), get(OLLAMA_URL_ENV), get(OLLAMA_MODEL_ENV))
 
-    def environ(self) -> dict[str, str]:
-        """The environment variables that carry this configuration to a server process."""
-        pairs = {
-            STORE_ENV: self.store,
-            QDRANT_URL_ENV: self.qdrant_url,
-            INDEX_ENV: self.index,
-            OLLAMA_URL_ENV: self.ollama_url,
-            OLLAMA_MODEL_ENV: self.ollama_model,
-        }
-        return {k: v for k, v in pairs.items() if v}
+
+def _shown(value: str, limit: int = 40) -> str:
+    """A client's value quoted in an error message: ``repr`` (escapes control characters and lone surrogates, which
+    a JSON response could not encode), cut to ``limit`` characters."""
+    return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
 def validate_question(question: Any, k: Any = 5) -> tuple[str, int]:
-    """The question stripped and ``k``, or a ``RequestError`` naming the problem."""
+    """The question stripped and ``k``, or a ``RequestError`` naming the problem. The length is checked on the raw
+    string, before it is split into words (a 3 MB question must not become a list of a million strings)."""
     if not isinstance(question, str):
         raise RequestError("question must be a string")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise RequestError(f"question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}", status=413)
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RequestError("question is not valid Unicode text (it holds a lone surrogate)") from None
     text = " ".join(question.split())
     if not text:
         raise RequestError("question is empty")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise RequestError(f"question is {len(text):,} characters; the limit is {MAX_QUESTION_CHARS:,}", status=413)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise RequestError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
     return text, k
+
+
+def validate_filing_ids(filing_ids: Any) -> list[str]:
+    """Explicit filing ids, each once, in order (``[]`` for none), or a ``RequestError``: a list of at most
+    ``MAX_FILING_IDS`` strings matching ``FILING_ID_PATTERN``."""
+    if filing_ids is None:
+        return []
+    if not isinstance(filing_ids, list):
+        raise RequestError("filing_ids must be a list of filing ids")
+    if len(filing_ids) > MAX_FILING_IDS:
+        raise RequestError(f"{len(filing_ids)} filing ids; the limit is {MAX_FILING_IDS}")
+    for fid in filing_ids:
+        if not isinstance(fid, str) or not FILING_ID_PATTERN.fullmatch(fid):
+            shown = _shown(fid) if isinstance(fid, str) else type(fid).__name__
+            raise RequestError(
+                f"filing id {shown} is not valid: letters, digits and . _ - : + (at most 128 characters)"
+            )
+    return list(dict.fromkeys(filing_ids))
 
 
 def ollama_reachable(url: str, timeout: float = 1.5) -> bool:
@@ -143,20 +199,50 @@ def check_text(unsupported: list[dict[str, Any]]) -> str:
     return f"Numbers not found in the cited passages (check them): {found}"
 
 
+class Deadline:
+    """When a request must be answered by, and whether it was given up (its client left, or the server answered
+    504): the worker checks it before a run and at every generated token.
+
+    Usage example:
+    ```python
+    deadline = Deadline(60)
+    deadline.check()  # raises RequestTimeout once 60 s have passed or deadline.abandon() was called
+    ```
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+        self._abandoned = threading.Event()  # set from the event loop, read by the worker thread
+
+    def remaining(self) -> float:
+        return max(0.0, self.at - time.monotonic())
+
+    def abandon(self) -> None:
+        self._abandoned.set()
+
+    @property
+    def expired(self) -> bool:
+        return self._abandoned.is_set() or time.monotonic() >= self.at
+
+    def check(self) -> None:
+        if self.expired:
+            raise RequestTimeout(self.seconds)
+
+
 class FinService:
-    """Warm retrieval and answering for the served pipeline (thread-safe; see ``ask``)."""
+    """Warm retrieval and answering for the served pipeline. Not thread-safe: one ``ask`` at a time (the server
+    runs them through ``RequestSlots``)."""
 
     def __init__(self, config: ServingConfig) -> None:
         self.config = config
         self.runner: Any = None
         self.ollama_url = ""
-        # One request runs at a time, generation included (it is one Pipeline.run of query.yaml): the embedded store
-        # admits one client, and the query components keep per-store caches that were not written for concurrent
-        # runs. A local Ollama server generates one answer at a time by default anyway; for parallel requests run
-        # several workers against a Qdrant server.
-        self._lock = threading.Lock()
         self._ollama_checked = 0.0
-        self._ollama_up = False
+        self._ollama_up: bool | None = None  # not probed yet: the first probe is logged either way
+        self._profiles_read = 0.0
+        self._deadline = Deadline(math.inf)  # the running request's, read by the generator when its turn comes
+        self._bounded: Any = None  # the runner whose generator is bounded
 
     def warm_up(self) -> float:
         """Load the query pipeline and answer one question (model, store and filing caches loaded); seconds taken."""
@@ -179,8 +265,9 @@ class FinService:
             ollama_model=cfg.ollama_model,
         )
         self.ollama_url = self.runner.llm_url or ""
-        with self._lock:
-            self.runner.run(WARM_UP_QUESTION, k=1, generate=False)
+        self.runner.run(WARM_UP_QUESTION, k=1, generate=False)
+        self._profiles_read = time.monotonic()
+        self.ollama_up()
         took = time.perf_counter() - start
         logger.info("haystack-fin service warm in %.1f s", took)
         return took
@@ -193,9 +280,64 @@ class FinService:
         """Whether Ollama answers; re-checked at most every 5 s so a request does not pay for the probe."""
         now = time.monotonic()
         if now - self._ollama_checked > 5.0:
-            self._ollama_up = ollama_reachable(self.ollama_url)
+            up = ollama_reachable(self.ollama_url)
+            if up != self._ollama_up:
+                level = logging.INFO if up else logging.WARNING
+                logger.log(level, "Ollama at %s is %s", self.ollama_url, "reachable" if up else "not reachable")
+            self._ollama_up = up
             self._ollama_checked = now
-        return self._ollama_up
+        return bool(self._ollama_up)
+
+    def resolve_filings(self, filing_ids: list[str]) -> None:
+        """Refuse explicit filing ids before the pipeline runs: more than the scope's ``max_filings`` (the bound a
+        question's own scope has) is 422, an id no indexed filing has is 404."""
+        scope = self.runner.pipe.get_component("scope") if "scope" in self.runner.data["components"] else None
+        limit = getattr(scope, "max_filings", None)
+        if isinstance(limit, int) and len(filing_ids) > limit:
+            raise RequestError(f"{len(filing_ids)} filing ids; this server searches at most {limit} (max_filings)")
+        if scope is None or not hasattr(scope, "profiles"):
+            return  # a custom scope: the pipeline reports unknown ids as it runs
+        known = {p.filing_id for p in scope.profiles}
+        unknown = [fid for fid in filing_ids if fid not in known]
+        if unknown and time.monotonic() - self._profiles_read > PROFILE_REFRESH_SECONDS:
+            scope.refresh()  # a filing indexed since the profiles were read
+            self._profiles_read = time.monotonic()
+            known = {p.filing_id for p in scope.profiles}
+            unknown = [fid for fid in filing_ids if fid not in known]
+        if unknown:
+            raise RequestError(f"no indexed filing has id {', '.join(map(repr, unknown))}", status=404)
+
+    def _bound_generator(self) -> None:
+        """Give the generator, when its turn in the pipeline comes, an HTTP timeout of what is left of the running
+        request's deadline then (retrieval before it takes from under a second to a few on a loaded machine), so a
+        generator that sends nothing cannot hold the worker past the deadline; past it, the generator is not called.
+
+        Pipeline.run calls ``instance.run``, so the generator's own ``run`` is wrapped on the instance, once per
+        loaded pipeline; ``close`` drops its client and its ``run`` opens one with the new timeout."""
+        if "llm" not in self.runner.data["components"] or self._bounded is self.runner:
+            return
+        self._bounded = self.runner
+        llm = self.runner.pipe.get_component("llm")
+        if not (hasattr(llm, "timeout") and hasattr(llm, "close")):
+            return
+        generate, configured = llm.run, llm.timeout
+
+        def run_within_deadline(*args: Any, **kwargs: Any) -> Any:
+            if self._deadline.expired:
+                raise GenerationStopped
+            remaining = self._deadline.remaining()
+            timeout = max(0.1, remaining) if math.isfinite(remaining) else configured
+            if llm.timeout != timeout:
+                llm.timeout = timeout
+                llm.close()
+            try:
+                return generate(*args, **kwargs)
+            except Exception:
+                if self._deadline.expired:  # its HTTP timeout, which is the deadline
+                    raise GenerationStopped from None
+                raise
+
+        llm.run = run_within_deadline
 
     def ask(
         self,
@@ -205,15 +347,40 @@ class FinService:
         explain: bool = False,
         generate: bool = True,
         streaming_callback: Callable[[Any], None] | None = None,
+        deadline: Deadline | None = None,
     ) -> dict[str, Any]:
         """Passages, and a checked answer when Ollama is reachable (``generation`` says what happened): one run of
-        the query pipeline, its gate closed when generation is off or Ollama is down."""
+        the query pipeline, its gate closed when generation is off or Ollama is down. With a ``deadline``, the run
+        stops at the first generated token past it (``RequestTimeout``)."""
         question, k = validate_question(question, k)
+        ids = validate_filing_ids(filing_ids)
+        deadline = deadline or Deadline(math.inf)
+        deadline.check()  # it may have waited its whole deadline in the queue
+        if ids:
+            self.resolve_filings(ids)
         up = generate and self.ollama_up()
-        with self._lock:
-            result = self.runner.run(
-                question, filing_ids or None, k=k, generate=up, streaming_callback=streaming_callback if up else None
-            )
+        on_token = None
+        if up:
+            self._deadline = deadline
+            self._bound_generator()
+
+            def on_token(chunk: Any) -> None:
+                if deadline.expired:
+                    raise GenerationStopped  # raised inside the generator: the pipeline run ends here
+                if streaming_callback is not None:
+                    streaming_callback(chunk)
+
+        try:
+            result = self.runner.run(question, ids or None, k=k, generate=up, streaming_callback=on_token)
+        except GenerationStopped:
+            raise RequestTimeout(deadline.seconds) from None
+        except Exception as exc:
+            if deadline.expired:
+                raise RequestTimeout(deadline.seconds) from exc
+            if getattr(exc, "component_name", None) == "llm":  # Haystack's PipelineRuntimeError names the component
+                logger.exception("the generator at %s failed", self.ollama_url)
+                raise RequestError("the answer generator failed; the server log has the details", 502) from exc
+            raise
         unmatched = list((result.trace.get("scope") or {}).get("unmatched") or [])
         unknown = [u["text"] for u in unmatched if u.get("kind") == "filing_id"]
         if unknown:
@@ -226,47 +393,110 @@ class FinService:
             "unsupported_numbers": answer.meta.get("unsupported_numbers") if answer is not None else None,
             # What the question asks for that no indexed filing has (company, period, form): "not in these filings".
             "unmatched": unmatched,
-            "generation": generation_status(generate, up, answer is not None, bool(result.passages), self.ollama_url),
+            # No URL here: a client learns that generation is off, the operator's log says where Ollama was looked for.
+            "generation": generation_status(generate, up, answer is not None, bool(result.passages), ""),
         }
         out["passages"] = [passage_dict(d) for d in result.passages]
         if explain:
             out["trace"] = _plain(result.trace)
         return out
 
-    def chat(self, question: str, stream: bool) -> str | Iterator[Any]:
-        """An OpenAI-style chat answer: the checked answer (or the evidence) followed by its sources; streamed token
-        by token from the generator when ``stream`` (the same text as without)."""
-        question, k = validate_question(question, 5)
-        if not stream or not self.ollama_up():
-            return render_chat(self.ask(question, k=k))
-        from haystack.dataclasses import StreamingChunk
 
-        chunks: queue.Queue[str | None] = queue.Queue()
-        streamed: list[bool] = []
+class RequestSlots:
+    """One request at a time in one worker thread, at most ``max_queue`` waiting, each until its ``Deadline``.
 
-        def on_token(chunk: Any) -> None:
-            streamed.append(True)
-            if chunk.content:
-                chunks.put(chunk.content)
+    ``acquire`` waits for the worker (``ServerBusy`` when the queue is full, ``RequestTimeout`` at the deadline; a
+    cancelled wait leaves the queue); ``submit`` runs a function in the worker and gives the slot back when the
+    function returns, not when its caller stops waiting, so a run past its deadline still holds the worker until it
+    stops at its next check; ``run`` is both, answering at the deadline either way.
 
-        def work() -> None:
-            try:
-                out = self.ask(question, k=k, streaming_callback=on_token)
-                # The tokens already went out; what follows them is the rest of render_chat's text.
-                chunks.put(render_chat(out)[len(out["answer"] or "") :] if streamed else render_chat(out))
-            except Exception as exc:  # the client gets one line; the server log the rest
-                logger.exception("chat request failed")
-                chunks.put(f"\n\nerror: {exc}")
-            finally:
-                chunks.put(None)
+    Usage example (inside a coroutine):
+    ```python
+    slots = RequestSlots(max_queue=16, request_timeout=60)
+    deadline = slots.deadline()
+    out = await slots.run(lambda: service.ask("What was revenue?", deadline=deadline), deadline)
+    ```
+    """
 
-        threading.Thread(target=work, daemon=True).start()
+    def __init__(self, max_queue: int, request_timeout: float) -> None:
+        if max_queue < 0:
+            raise ValueError(f"max_queue must be 0 or more, got {max_queue}")
+        if not request_timeout > 0:
+            raise ValueError(f"request_timeout must be a positive number of seconds, got {request_timeout}")
+        self.max_queue = max_queue
+        self.request_timeout = request_timeout
+        self._lock = asyncio.Lock()  # FIFO: requests are served in arrival order
+        self._waiting = 0
+        self._run_seconds = 1.0  # moving average of a run, for Retry-After
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="haystack-fin-query")
 
-        def tokens() -> Iterator[Any]:
-            while (text := chunks.get()) is not None:
-                yield StreamingChunk(content=text)  # the chunk type Hayhooks streams
+    def deadline(self) -> Deadline:
+        return Deadline(self.request_timeout)
 
-        return tokens()
+    def retry_after(self) -> int:
+        """Seconds until the queue has room, estimated from recent run times (1 to ``request_timeout``)."""
+        estimate = math.ceil(self._run_seconds * (self._waiting + 1))
+        return max(1, min(estimate, math.ceil(self.request_timeout)))
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "running": int(self._lock.locked()),
+            "waiting": self._waiting,
+            "max_queue": self.max_queue,
+            "request_timeout_s": self.request_timeout,
+        }
+
+    async def acquire(self, deadline: Deadline) -> None:
+        if self._lock.locked() and self._waiting >= self.max_queue:
+            raise ServerBusy(self.retry_after())
+        self._waiting += 1
+        try:
+            async with asyncio.timeout(deadline.remaining()):
+                await self._lock.acquire()
+        except TimeoutError:
+            raise RequestTimeout(deadline.seconds) from None
+        finally:
+            self._waiting -= 1
+
+    def submit(self, fn: Callable[[], T]) -> "asyncio.Future[T]":
+        """Run ``fn`` in the worker; the caller holds the slot (``acquire``), which is released when ``fn`` returns."""
+        started = time.monotonic()
+        try:
+            future = asyncio.get_running_loop().run_in_executor(self._executor, fn)
+        except BaseException:
+            self._lock.release()
+            raise
+
+        def done(finished: "asyncio.Future[T]") -> None:
+            self._run_seconds = 0.8 * self._run_seconds + 0.2 * (time.monotonic() - started)
+            self._lock.release()
+            if not finished.cancelled():
+                finished.exception()  # a run its caller stopped waiting for ends unread: not an error to log
+
+        future.add_done_callback(done)
+        return future
+
+    async def run(self, fn: Callable[[], T], deadline: Deadline) -> T:
+        await self.acquire(deadline)
+        return await until_deadline(self.submit(fn), deadline)
+
+    def close(self) -> None:
+        """Drop what waits and let the running request finish (it stops at its deadline)."""
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+async def until_deadline(future: "asyncio.Future[T]", deadline: Deadline) -> T:
+    """``future``'s result, or ``RequestTimeout`` at the deadline; either way, and when the caller is cancelled (its
+    client left), the deadline is abandoned, which stops the worker at its next check."""
+    try:
+        done, _ = await asyncio.wait({future}, timeout=deadline.remaining())
+    except asyncio.CancelledError:
+        deadline.abandon()
+        raise
+    if not done:
+        deadline.abandon()
+        raise RequestTimeout(deadline.seconds)
+    return future.result()
 
 
 def generation_status(requested: bool, ollama_up: bool, answered: bool, passages: bool, url: str) -> str:
@@ -276,7 +506,7 @@ def generation_status(requested: bool, ollama_up: bool, answered: bool, passages
     if not requested:
         return "skipped: generate=false"
     if not ollama_up:
-        return f"skipped: Ollama not reachable at {url}"
+        return f"skipped: Ollama not reachable at {url}" if url else "skipped: Ollama not reachable"
     return "skipped: no passage found" if not passages else "skipped"
 
 
@@ -304,79 +534,3 @@ def render_chat(out: dict[str, Any]) -> str:
         return notice + (f"{body}\n\nSources:\n{sources_text(passages, None)}" if passages else body)
     footer = _footer(passages, out["citations"], out["unsupported_numbers"] or [])
     return f"{out['answer']}\n\n{notice}{footer}"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# haystack-fin serve
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def server_environ(config: ServingConfig, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment a Hayhooks server needs for this package: the store, offline model, no telemetry, the
-    deserialization allowlist (Hayhooks sets none, and the YAML pipelines name ``haystack_fin`` types) and a
-    sequential start (parallel deploys raced on imports in testing)."""
-    env = dict(os.environ if base is None else base)
-    for name in (STORE_ENV, QDRANT_URL_ENV, INDEX_ENV, OLLAMA_URL_ENV, OLLAMA_MODEL_ENV):
-        env.pop(name, None)
-    env.update(config.environ())
-    allow = [p for p in env.get("HAYSTACK_DESERIALIZATION_ALLOWLIST", "").split(",") if p]
-    env["HAYSTACK_DESERIALIZATION_ALLOWLIST"] = ",".join(dict.fromkeys([*allow, "haystack_fin.*"]))
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-    env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    env.setdefault("HAYHOOKS_STARTUP_DEPLOY_STRATEGY", "sequential")
-    return env
-
-
-def served_pipelines_dir() -> Path:
-    """The shipped ``pipelines/`` folder (inside the wheel or the repository): the wrapper folder ``haystack-fin/``
-    deploys; Hayhooks logs a warning for query.yaml and indexing.yaml and skips them (they declare no inputs)."""
-    from haystack_fin.pipeline_loader import pipelines_dir
-
-    return pipelines_dir()
-
-
-def hayhooks_command(host: str, port: int, pipelines: Path, mcp: bool = False) -> list[str]:
-    """``hayhooks run`` (REST and OpenAI chat) or ``hayhooks mcp run`` (the MCP server: every deployed wrapper's
-    ``run_api`` is a tool, its signature the tool's input schema and its docstring the description; streamable HTTP
-    at ``/mcp``, SSE at ``/sse``) through this interpreter (hayhooks' ``__main__`` is empty, so ``-m hayhooks``
-    would exit at once; its console script calls ``hayhooks.cli.hayhooks_cli``)."""
-    return [
-        sys.executable,
-        "-c",
-        "import sys; from hayhooks.cli import hayhooks_cli; sys.argv[0] = 'hayhooks'; sys.exit(hayhooks_cli())",
-        *(["mcp", "run"] if mcp else ["run"]),
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--pipelines-dir",
-        str(pipelines),
-    ]
-
-
-def serve(
-    config: ServingConfig, host: str, port: int, exec_fn: Callable[..., Any] | None = None, mcp: bool = False
-) -> None:
-    """Replace this process with a Hayhooks server for ``config`` (the store is checked first): REST and OpenAI
-    chat, or with ``mcp`` Hayhooks' MCP server (a process of its own: on an embedded store, one of the two at a
-    time; both against a Qdrant server)."""
-    from haystack_fin.pipeline_loader import pipeline_dict
-    from haystack_fin.store_check import check_pipeline_stores
-
-    if not config.qdrant_url:
-        if not config.store:
-            raise RequestError("give --store DIR or --qdrant-url URL")
-        check_pipeline_stores(pipeline_dict("query", config.store), config.store, create=False)
-        config = ServingConfig(
-            str(Path(config.store).expanduser().resolve()), None, config.index, config.ollama_url, config.ollama_model
-        )
-    if mcp:
-        try:
-            import mcp as _mcp  # noqa: F401  (hayhooks imports it lazily and would fail after the exec)
-        except ImportError:
-            raise RequestError("the MCP server needs the mcp package: pip install 'haystack-fin[serve]'") from None
-    command = hayhooks_command(host, port, served_pipelines_dir(), mcp=mcp)
-    env = server_environ(config)
-    logger.info("starting %s", " ".join(command))
-    (exec_fn or os.execve)(command[0], command, env)

@@ -1,11 +1,14 @@
-"""Serving: request validation, the answer pipeline over Ollama's wire protocol (a local stub), ``haystack-fin serve``
-errors, and (integration) a Hayhooks server on 127.0.0.1 answering ``/run``, ``/v1/chat/completions`` and
-``/status`` against a store indexed from the Best Buy 10-Q fixture."""
+"""Serving: request validation, ``FinService``'s bounds (filing ids resolved before the pipeline runs, the deadline
+at each generated token), the answer pipeline over Ollama's wire protocol (a local stub), ``haystack-fin serve``
+errors, and (integration) ``haystack-fin serve`` on 127.0.0.1 against a store indexed from the Best Buy 10-Q fixture:
+``/run``, ``/v1/chat/completions``, ``/status`` and the MCP tool, and attacks on it (removed routes, cross-origin
+calls, a slow or stalled generator, clients that leave, fuzzed requests). The HTTP layer alone: test_server.py."""
 
 import asyncio
 import contextlib
 import json
 import os
+import random
 import re
 import socket
 import subprocess
@@ -13,6 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,17 +27,17 @@ from helpers.ollama_stub import INVENTED, OllamaStub
 
 from haystack_fin.cli import main
 from haystack_fin.pipeline_loader import ALLOWED_MODULES, GENERATION_COMPONENTS, pipeline_dict
+from haystack_fin.query_runner import QueryResult
 from haystack_fin.serving import (
     MAX_QUESTION_CHARS,
     PIPELINE_NAME,
-    QDRANT_URL_ENV,
-    STORE_ENV,
+    Deadline,
+    FinService,
     RequestError,
+    RequestTimeout,
     ServingConfig,
-    hayhooks_command,
     ollama_reachable,
     render_chat,
-    server_environ,
     validate_question,
 )
 
@@ -59,6 +63,7 @@ TABLE = Document(
         ("", 5, 422, "question is empty"),
         ("   \n ", 5, 422, "question is empty"),
         ("x" * 10_000, 5, 413, "question is 10,000 characters; the limit is 2,000"),
+        ("\ud800 revenue?", 5, 422, "question is not valid Unicode text (it holds a lone surrogate)"),
         ("revenue?", 0, 422, "k must be an integer from 1 to 50, got 0"),
         ("revenue?", True, 422, "k must be an integer from 1 to 50, got True"),
         (None, 5, 422, "question must be a string"),
@@ -123,14 +128,17 @@ def test_closed_gate_calls_no_generator(docs, generate):
     assert out == {"gate": {"skipped": True}}  # no answer and no error: the caller reports the passages
 
 
-def test_server_environment_carries_store_allowlist_and_offline_model():
-    env = server_environ(
-        ServingConfig(store="/data/idx", ollama_url="http://o:1"),
-        {"HAYSTACK_DESERIALIZATION_ALLOWLIST": "mine.*", QDRANT_URL_ENV: "http://stale:6333"},
-    )
-    assert env[STORE_ENV] == "/data/idx" and QDRANT_URL_ENV not in env  # a stale variable never reaches the server
-    assert env["HAYSTACK_DESERIALIZATION_ALLOWLIST"] == "mine.*,haystack_fin.*"
-    assert env["HF_HUB_OFFLINE"] == "1" and env["HAYHOOKS_STARTUP_DEPLOY_STRATEGY"] == "sequential"
+def test_question_length_is_checked_before_the_question_is_split():
+    """A 3 MB question is refused without being split into a million words (62 MB before the check moved)."""
+    import tracemalloc
+
+    question = "revenue " * 400_000
+    tracemalloc.start()
+    with pytest.raises(RequestError) as info:
+        validate_question(question)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert info.value.status == 413 and peak < 1_000_000, peak
 
 
 def test_serve_without_a_store_is_one_error_line(tmp_path, capsys):
@@ -139,13 +147,153 @@ def test_serve_without_a_store_is_one_error_line(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("error: ") and "missing" in err[0]
 
 
-def test_wrapper_folder_is_where_hayhooks_looks():
-    # Hayhooks deploys every first-level folder of --pipelines-dir holding pipeline_wrapper.py, named after it.
-    assert (REPO / "pipelines" / PIPELINE_NAME / "pipeline_wrapper.py").is_file()
-    assert hayhooks_command("127.0.0.1", 9, REPO / "pipelines")[3:] == [
-        "run", "--host", "127.0.0.1", "--port", "9", "--pipelines-dir", str(REPO / "pipelines"),
-    ]  # fmt: skip
-    assert hayhooks_command("127.0.0.1", 9, REPO / "pipelines", mcp=True)[3:6] == ["mcp", "run", "--host"]
+class _Profile:
+    def __init__(self, filing_id: str) -> None:
+        self.filing_id = filing_id
+
+
+class _Scope:
+    def __init__(self, ids: list[str], max_filings: int = 3) -> None:
+        self.profiles = [_Profile(i) for i in ids]
+        self.max_filings = max_filings
+        self.refreshed = 0
+
+    def refresh(self) -> None:
+        self.refreshed += 1
+
+
+class _Generator:
+    """OllamaChatGenerator's surface as FinService uses it: ``timeout``, ``close`` and a ``run`` that streams
+    ``tokens`` generated ``token_seconds`` apart to the streaming callback, noting the timeout it runs with."""
+
+    def __init__(self) -> None:
+        self.timeout = 120.0
+        self.closed = 0
+        self.tokens, self.token_seconds = 0, 0.0
+        self.ran_with: list[float] = []
+
+    def close(self) -> None:
+        self.closed += 1
+
+    def run(self, streaming_callback: Any = None) -> dict[str, Any]:
+        self.ran_with.append(self.timeout)
+        for _ in range(self.tokens):
+            time.sleep(self.token_seconds)
+            if streaming_callback is not None:
+                streaming_callback(type("Chunk", (), {"content": "w "})())
+        return {"replies": []}
+
+
+class _Runner:
+    """QueryRunner's surface as FinService uses it; ``run`` records its calls, takes ``retrieval_seconds``, then
+    calls the generator as Pipeline.run does (``instance.run``) when generation is on."""
+
+    def __init__(self, filing_ids: list[str], max_filings: int = 3) -> None:
+        self.data = {"components": {"scope": {}, "llm": {}}}
+        self.components = {"scope": _Scope(filing_ids, max_filings), "llm": _Generator()}
+        self.pipe = self
+        self.runs: list[tuple[str, Any]] = []
+        self.retrieval_seconds = 0.0
+        self.fail: Exception | None = None
+
+    def get_component(self, name: str) -> Any:
+        return self.components[name]
+
+    def run(self, question, filing_ids=None, k=None, candidates=None, *, generate=None, streaming_callback=None):
+        self.runs.append((question, filing_ids))
+        if self.fail is not None:
+            raise self.fail
+        time.sleep(self.retrieval_seconds)
+        if generate:
+            self.components["llm"].run(streaming_callback=streaming_callback)
+        known = {p.filing_id for p in self.components["scope"].profiles}
+        unmatched = [{"kind": "filing_id", "text": f, "reason": "unknown"} for f in filing_ids or [] if f not in known]
+        return QueryResult(passages=[], answer=None, trace={"scope": {"unmatched": unmatched}})
+
+
+def _service(runner: _Runner, ollama: bool = False) -> FinService:
+    service = FinService(ServingConfig(store="unused"))
+    service.runner = runner
+    service._ollama_checked, service._ollama_up = float("inf"), ollama  # no probe: Ollama is as the test says
+    return service
+
+
+def test_unknown_filing_ids_are_refused_before_the_pipeline_runs():
+    runner = _Runner(["BBY-2024Q2", "PEP-8K"])
+    service = _service(runner)
+    with pytest.raises(RequestError) as info:
+        service.ask("What was revenue?", ["BBY-2024Q2", "BOGUS"])
+    assert (info.value.status, str(info.value)) == (404, "no indexed filing has id 'BOGUS'")
+    assert runner.runs == []  # the pipeline never ran for it
+    assert runner.components["scope"].refreshed == 1  # a filing indexed since the profiles were read would count
+    service.ask("What was revenue?", ["BBY-2024Q2", "BBY-2024Q2"])
+    assert runner.runs == [("What was revenue?", ["BBY-2024Q2"])]
+
+
+@pytest.mark.parametrize(
+    ("filing_ids", "message"),
+    [
+        (["A", "B", "C", "D"], "4 filing ids; this server searches at most 3 (max_filings)"),
+        ([f"F{i}" for i in range(11)], "11 filing ids; the limit is 10"),
+        (["BBY#chunk-00001"], "filing id 'BBY#chunk-00001' is not valid"),
+        (["../etc/passwd"], "filing id '../etc/passwd' is not valid"),
+        ([7], "filing id int is not valid"),
+    ],
+)
+def test_explicit_filing_ids_are_bounded_like_the_question_scope(filing_ids, message):
+    runner = _Runner(["A", "B", "C", "D", *(f"F{i}" for i in range(11))])
+    with pytest.raises(RequestError) as info:
+        _service(runner).ask("What was revenue?", filing_ids)
+    assert info.value.status == 422 and str(info.value).startswith(message)
+    assert runner.runs == []
+
+
+def test_generation_stops_at_the_first_token_past_the_deadline():
+    runner = _Runner(["BBY"])
+    llm = runner.components["llm"]
+    runner.retrieval_seconds, llm.tokens, llm.token_seconds = 0.3, 100, 0.05  # 5 s of tokens
+    service = _service(runner, ollama=True)
+    start = time.monotonic()
+    with pytest.raises(RequestTimeout) as info:
+        service.ask("What was revenue?", deadline=Deadline(1.0))
+    assert info.value.status == 504 and time.monotonic() - start < 1.5
+    # A generator that sends nothing is cut by its HTTP timeout: what was left of the deadline when it started.
+    (timeout,) = llm.ran_with
+    assert 0.5 < timeout <= 0.71 and llm.closed == 1
+    service.ask("What was revenue?")  # no deadline: the YAML's timeout again
+    assert llm.ran_with[-1] == 120.0
+    late = Deadline(0.2)  # past its deadline when retrieval ends: the generator is not called
+    with pytest.raises(RequestTimeout):
+        service.ask("What was revenue?", deadline=late)
+    abandoned = Deadline(60)
+    abandoned.abandon()  # its client left while it waited: it never runs
+    with pytest.raises(RequestTimeout):
+        service.ask("What was revenue?", deadline=abandoned)
+    assert len(runner.runs) == 3 and len(llm.ran_with) == 2
+
+
+def test_a_failing_generator_is_502_without_its_address(caplog):
+    from haystack.core.errors import PipelineRuntimeError
+
+    runner = _Runner(["BBY"])
+    cause = ConnectionError("http://10.1.2.3:11434 refused")
+    runner.fail = PipelineRuntimeError.from_exception("llm", _Generator, cause)
+    with pytest.raises(RequestError) as info:
+        _service(runner, ollama=True).ask("What was revenue?")
+    assert info.value.status == 502 and "10.1.2.3" not in str(info.value)
+    assert "10.1.2.3" in caplog.text  # the operator's log has it
+
+
+def test_served_generation_status_does_not_name_the_ollama_address():
+    out = _service(_Runner(["BBY"]), ollama=False).ask("What was revenue?")
+    assert out["generation"] == "skipped: Ollama not reachable"
+
+
+def test_query_yaml_caps_the_answer_length():
+    with OllamaStub() as stub:
+        _generation_part(stub.url).run(_generation_inputs([TABLE]))
+        (request,) = stub.requests
+    assert request["options"]["num_predict"] == 512
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -229,17 +377,33 @@ def _rest_ready(base: str) -> bool:
     return status == 200 and PIPELINE_NAME in json.loads(body)["pipelines"]
 
 
+# The served options of the module's server: a deadline short enough for a test to pass it, long enough for a
+# retrieval on a loaded machine (about 1 s), and a queue of two.
+TIMEOUT, QUEUE = 10.0, 2
+
+
 @pytest.fixture(scope="module")
 def server(bestbuy_store, tmp_path_factory):
-    """``haystack-fin serve`` on a free 127.0.0.1 port with the Ollama stub; yields (base URL, stub)."""
+    """``haystack-fin serve --mcp`` on a free 127.0.0.1 port with the Ollama stub; yields (base URL, stub, log)."""
     log = tmp_path_factory.mktemp("serving-log") / "server.log"
-    with OllamaStub() as stub, _serving(bestbuy_store, log, stub.url, _rest_ready) as base:
-        yield base, stub
+    options = ("--mcp", "--request-timeout", str(TIMEOUT), "--max-queue", str(QUEUE))
+    with OllamaStub() as stub, _serving(bestbuy_store, log, stub.url, _rest_ready, *options) as base:
+        yield base, stub, log
+
+
+@pytest.fixture
+def fast_stub(server):
+    """The module's server with its stub answering at once again after the test (a slow test leaves it fast)."""
+    base, stub, log = server
+    try:
+        yield base, stub, log
+    finally:
+        stub.stall = stub.token_delay = 0.0
 
 
 @pytest.mark.integration
 def test_run_endpoint_answers_with_checked_citations(server):
-    base, stub = server
+    base, stub, _ = server
     status, body = _request(f"{base}/{PIPELINE_NAME}/run", {"question": QUESTION, "k": 3, "explain": True})
     assert status == 200, body
     result = json.loads(body)["result"]
@@ -255,7 +419,7 @@ def test_run_endpoint_answers_with_checked_citations(server):
 
 @pytest.mark.integration
 def test_chat_completions_cite_sources_streaming_and_not(server):
-    base, _ = server
+    base, _, _ = server
     messages = [{"role": "user", "content": QUESTION}]
     status, body = _request(f"{base}/v1/chat/completions", {"model": PIPELINE_NAME, "messages": messages})
     assert status == 200, body
@@ -276,10 +440,11 @@ def test_chat_completions_cite_sources_streaming_and_not(server):
 
 @pytest.mark.integration
 def test_status_and_bad_requests_leave_the_server_up(server):
-    base, _ = server
+    base, _, _ = server
     status, body = _request(f"{base}/status")
-    deployment = next(d for d in json.loads(body)["deployments"] if d["name"] == PIPELINE_NAME)
-    assert {"run_api", "chat_completion", "mcp_eligible"} <= set(deployment["capabilities"])
+    state = json.loads(body)
+    assert state["pipelines"] == [PIPELINE_NAME] and state["mcp"] is True
+    assert state["queue"] == {"running": 0, "waiting": 0, "max_queue": QUEUE, "request_timeout_s": TIMEOUT}
     cases = [
         ({"question": ""}, None, 422, "question is empty"),
         ({"question": "x" * 10_000}, None, 413, "question is 10,000 characters; the limit is 2,000"),
@@ -316,7 +481,7 @@ def test_live_ollama_answer_is_checked():
 
 @pytest.mark.integration
 def test_what_is_not_there_is_said(server):
-    base, _ = server
+    base, _, _ = server
     status, body = _request(f"{base}/{PIPELINE_NAME}/run", {"question": QUESTION, "filing_ids": ["BOGUS"]})
     assert (status, json.loads(body)["detail"]) == (404, "no indexed filing has id 'BOGUS'")
     status, body = _request(f"{base}/{PIPELINE_NAME}/run", {"question": "What was Apple's revenue in fiscal 2019?"})
@@ -374,33 +539,25 @@ def test_ask_prints_and_carries_the_check(bestbuy_store, tmp_path, capsys, monke
     assert "Scope: scoped to BEST BUY CO., INC." in text and "Items (FLAM" in text and "Retrieved by:" in text
 
 
-async def _call_mcp_tool(url: str, arguments: dict[str, Any]) -> tuple[list[Any], Any]:
-    """List the tools of an MCP server over streamable HTTP and call haystack-fin's (the ``mcp`` package's client)."""
+async def _call_mcp_tool(url: str, tool: str, arguments: dict[str, Any]) -> tuple[list[Any], Any]:
+    """List the tools of an MCP server over streamable HTTP and call one (the ``mcp`` package's client)."""
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
     async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
         await session.initialize()
         tools = (await session.list_tools()).tools
-        return tools, await session.call_tool(PIPELINE_NAME, arguments)
+        return tools, await session.call_tool(tool, arguments)
 
 
 @pytest.mark.integration
-def test_mcp_tool_answers_with_cited_passages(bestbuy_store, tmp_path):
-    """``haystack-fin serve --mcp``: Hayhooks' MCP server on 127.0.0.1; an MCP client lists the pipeline as a tool
-    (run_api's signature as its schema) and calls it; the result carries cited passages and the number check."""
-    pytest.importorskip("mcp")
-    import shutil
-
-    store = str(tmp_path / "idx")
-    shutil.copytree(bestbuy_store, store)  # the REST server of this module may hold the original
-
-    def ready(base: str) -> bool:
-        return _request(f"{base}/status", timeout=2)[0] == 200
-
-    with OllamaStub() as stub, _serving(store, tmp_path / "mcp.log", stub.url, ready, "--mcp") as base:
-        tools, result = asyncio.run(_call_mcp_tool(f"{base}/mcp", {"question": QUESTION, "k": 3}))
-    tool = next(t for t in tools if t.name == PIPELINE_NAME)
+def test_mcp_tool_answers_with_cited_passages(server):
+    """``haystack-fin serve --mcp``: an MCP client lists the query as the one tool and calls it; the result carries
+    cited passages and the number check."""
+    base, _, _ = server
+    tools, result = asyncio.run(_call_mcp_tool(f"{base}/mcp", PIPELINE_NAME, {"question": QUESTION, "k": 3}))
+    (tool,) = tools
+    assert tool.name == PIPELINE_NAME
     assert {"question", "filing_ids", "k", "explain"} <= set(tool.inputSchema["properties"])
     assert tool.inputSchema["required"] == ["question"] and "SEC filings" in (tool.description or "")
     assert not result.isError, result.content
@@ -408,6 +565,190 @@ def test_mcp_tool_answers_with_cited_passages(bestbuy_store, tmp_path):
     assert len(out["passages"]) == 3 and all(p["filing_id"] == "BBY" and p["pages"] for p in out["passages"])
     assert out["generation"] == "ollama" and out["citations"][0]["filing_id"] == "BBY"
     assert [u["text"] for u in out["unsupported_numbers"]] == [INVENTED]
+
+
+# Hayhooks' routes and tools that ran a client's code in the server or removed the served pipeline.
+DEPLOY_BODY = {"name": "x", "files": {"pipeline_wrapper.py": "import pathlib; pathlib.Path('pwned').touch()"},
+               "overwrite": True}  # fmt: skip
+REMOVED_ROUTES = [("POST", "/deploy_files"), ("POST", "/deploy-yaml"), ("POST", f"/undeploy/{PIPELINE_NAME}"),
+                  ("GET", f"/draw/{PIPELINE_NAME}"), ("POST", "/v1/responses"), ("POST", "/v1/files")]  # fmt: skip
+
+
+@pytest.mark.integration
+def test_deploy_undeploy_and_draw_are_not_served(server, tmp_path):
+    base, _, _ = server
+    for method, path in REMOVED_ROUTES:
+        data = json.dumps(DEPLOY_BODY).encode() if method == "POST" else None
+        req = urllib.request.Request(f"{base}{path}", data, {"Content-Type": "application/json"}, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as response:
+                status = response.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        assert status == 404, (method, path, status)
+    tools, result = asyncio.run(_call_mcp_tool(f"{base}/mcp", "deploy_pipeline_files", DEPLOY_BODY))
+    assert [t.name for t in tools] == [PIPELINE_NAME] and result.isError
+    assert not (REPO / "pwned").exists() and not (Path.cwd() / "pwned").exists()
+    assert _request(f"{base}/{PIPELINE_NAME}/run", {"question": QUESTION, "k": 1})[0] == 200  # still served
+
+
+@pytest.mark.integration
+def test_cross_origin_preflight_is_refused(server):
+    base, _, _ = server
+    req = urllib.request.Request(f"{base}/{PIPELINE_NAME}/run", method="OPTIONS", headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(req, timeout=10) as response:
+            status, headers = response.status, response.headers
+    except urllib.error.HTTPError as exc:
+        status, headers = exc.code, exc.headers
+    assert status >= 400 and headers.get("access-control-allow-origin") is None
+
+
+def _timed(url: str, body: Any, timeout: float) -> tuple[int, bytes, float]:
+    start = time.monotonic()
+    status, answer = _request(url, body, timeout=timeout)
+    return status, answer, time.monotonic() - start
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("slow", ["tokens", "stall"])
+def test_a_slow_generator_is_cut_at_the_deadline(fast_stub, slow):
+    """Ollama writing a token every 2 s (24 s for the stub's answer), or nothing for a minute: the request gets 504
+    at its deadline, and the next good request is answered within the deadline."""
+    base, stub, _ = fast_stub
+    run = f"{base}/{PIPELINE_NAME}/run"
+    if slow == "tokens":
+        stub.token_delay = 2.0
+    else:
+        stub.stall = 60.0
+    status, body, took = _timed(run, {"question": QUESTION, "k": 1}, timeout=TIMEOUT + 5)
+    assert status == 504 and f"{TIMEOUT:g} s deadline" in json.loads(body)["detail"], body
+    assert took < TIMEOUT + 2
+    stub.token_delay = stub.stall = 0.0
+    status, body, _ = _timed(run, {"question": QUESTION, "k": 1}, timeout=TIMEOUT)
+    assert status == 200 and json.loads(body)["result"]["generation"] == "ollama"
+
+
+@pytest.mark.integration
+def test_a_full_queue_is_503_and_a_client_that_leaves_frees_its_place(fast_stub):
+    """With the generator slow (24 s an answer): one request runs, two wait, a fourth gets 503 with Retry-After;
+    when all three leave, the next good request is answered within the deadline, not after the slow runs."""
+    base, stub, _ = fast_stub
+    port = int(base.rsplit(":", 1)[1])
+    stub.token_delay = 2.0
+    leaving = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+    data = json.dumps({"question": QUESTION, "k": 1}).encode()
+    head = f"POST /{PIPELINE_NAME}/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    for sock in leaving:
+        sock.sendall(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        time.sleep(0.3)
+    req = urllib.request.Request(f"{base}/{PIPELINE_NAME}/run", data=data, headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(req, timeout=TIMEOUT)
+    assert info.value.code == 503 and int(info.value.headers["Retry-After"]) >= 1
+    time.sleep(1.0)  # the first is generating by now
+    for sock in leaving:
+        sock.close()
+    stub.token_delay = 0.0
+    time.sleep(0.3)  # the server sees the connections close
+    status, _, _ = _timed(f"{base}/{PIPELINE_NAME}/run", {"question": QUESTION, "k": 1}, timeout=TIMEOUT)
+    assert status == 200
+    status, body = _request(f"{base}/status")
+    assert json.loads(body)["queue"]["waiting"] == 0
+
+
+def _fuzz_cases(rng: random.Random) -> list[tuple[str, str, bytes, dict[str, str]]]:
+    """(method, path, body, headers): malformed and random JSON, wrong types, odd Unicode, big and deep bodies."""
+    run, chat = f"/{PIPELINE_NAME}/run", "/v1/chat/completions"
+    odd = ["\u202e\u0644\u0627 revenue", "\u200b" * 500, "e\u0301" * 900, "\U0001f4b0" * 2000, "\x00\x01\x7f",
+           "\ufeffrevenue?", "\udcff", "revenue?\ud800", "\U0001f4b0" * 2001, "A" * 2000, "\u0000" * 10]  # fmt: skip
+    values: list[Any] = [None, True, 0, -1, 10**30, 1.5, "", [], {}, ["revenue"], {"question": "x"}, "BBY"]
+    cases: list[tuple[str, str, bytes, dict[str, str]]] = []
+    json_type = {"Content-Type": "application/json"}
+    for text in odd:
+        cases.append(("POST", run, json.dumps({"question": text}).encode(), json_type))
+        chat_body = {"model": PIPELINE_NAME, "messages": [{"role": "user", "content": text}]}
+        cases.append(("POST", chat, json.dumps(chat_body).encode(), json_type))
+    for _ in range(60):
+        body = {"question": rng.choice([*values, *odd, QUESTION]), "k": rng.choice([*values, 3]),
+                "filing_ids": rng.choice([*values, ["BBY"], ["BBY"] * 20, ["x" * 300], ["BBY#filing"]]),
+                "explain": rng.choice(values)}  # fmt: skip
+        for key in rng.sample(sorted(body), rng.randint(0, 3)):
+            del body[key]
+        if rng.random() < 0.2:
+            body[rng.choice(["top_k", "generate", "__proto__", "stream"])] = rng.choice(values)
+        cases.append(("POST", rng.choice([run, chat, "/mcp"]), json.dumps(body).encode(), json_type))
+    for _ in range(30):  # random bytes, and valid JSON cut or spliced at a random point
+        good = json.dumps({"question": QUESTION, "k": 2}).encode()
+        cut = rng.randint(0, len(good))
+        raw = rng.choice([rng.randbytes(rng.randint(0, 2000)), good[:cut], good[:cut] + rng.randbytes(5) + good[cut:]])
+        cases.append(("POST", rng.choice([run, chat, "/mcp"]), raw, json_type))
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for raw in (deep, b'{"question": NaN}', b'{"question": "a", "k": 1e999}', b'{"question": "a", "question": 1}',
+                b'{"question": "\xff\xfe revenue"}', b'"just a string"', b"null", b"[]"):  # fmt: skip
+        cases.append(("POST", run, raw, json_type))
+    cases.append(("POST", run, json.dumps({"question": QUESTION}).encode(), {"Content-Type": "text/plain"}))
+    cases.append(("POST", run, json.dumps({"question": QUESTION}).encode(), {}))
+    big = b'{"question": "' + b"revenue " * (10 * 1024 * 1024 // 8) + b'"}'  # 10 MB
+    cases += [("POST", run, big, json_type), ("POST", chat, big, json_type), ("POST", "/mcp", big, json_type)]
+    cases += [("GET", run, b"", {}), ("DELETE", run, b"", {}), ("GET", "/status", b"", {"Host": "evil.example"})]
+    rng.shuffle(cases)
+    return cases
+
+
+def _send(port: int, method: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, bytes]:
+    """One request on its own connection; (None, b"") when the server closed it before answering (it may, for a
+    body it refuses before reading)."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT + 5)
+    try:
+        conn.request(method, path, body=body or None, headers={"Accept": "application/json, text/event-stream",
+                                                                **headers})  # fmt: skip
+        response = conn.getresponse()
+        return response.status, response.read()
+    except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+        return None, b""
+    finally:
+        conn.close()
+
+
+@pytest.mark.integration
+def test_fuzzed_requests_never_get_a_500_or_delay_the_next_good_one(server):
+    """About 130 fuzzed requests from 4 threads, while other clients send good questions and leave at random
+    moments: no answer is a 500 or shows a traceback, the server log shows none either, and the next good request
+    after all of it is answered within the deadline."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    base, _, log = server
+    port = int(base.rsplit(":", 1)[1])
+    rng = random.Random(25)
+    cases = _fuzz_cases(rng)
+    delays = [rng.uniform(0.0, 1.5) for _ in range(12)]
+
+    def leave_after(delay: float) -> None:
+        data = json.dumps({"question": QUESTION, "k": 2}).encode()
+        head = f"POST /{PIPELINE_NAME}/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
+            time.sleep(delay)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        leavers = [pool.submit(leave_after, d) for d in delays]
+        answers = list(pool.map(lambda case: (case, _send(port, *case)), cases))
+        for f in leavers:
+            f.result()
+    statuses = [status for _, (status, _) in answers]
+    for (method, path, body, _), (status, text) in answers:
+        assert status is None or status < 500 or status in (503, 504), (method, path, body[:200], status, text[:300])
+        assert b"Traceback" not in text and b'File "' not in text, text[:300]
+    assert statuses.count(None) <= 3, statuses  # only the 10 MB bodies may be cut off unanswered
+    assert sum(1 for s in statuses if s in (400, 413, 422)) > 50, Counter(statuses)  # refused, each in one line
+    status, _, _ = _timed(f"{base}/{PIPELINE_NAME}/run", {"question": QUESTION, "k": 1}, timeout=TIMEOUT)
+    assert status == 200
+    assert "Traceback" not in log.read_text(errors="replace")
 
 
 def _subset_pdf(folder: Path, ranges: tuple[tuple[int, int], ...], name: str) -> Path:

@@ -3,11 +3,18 @@ streaming NDJSON), for tests of the Ollama wire path where no Ollama binary can 
 
 The reply is computed from the prompt: it cites the first passage that holds a Markdown table row, copies that
 row's first figure, and adds one figure that no passage holds, so a test can see both a supported and an unsupported
-number come back through the server."""
+number come back through the server.
 
+A stub can be made slow, as a loaded or stuck Ollama is: ``stub.token_delay`` seconds before each streamed token,
+``stub.stall`` seconds before any byte of a ``/api/chat`` answer, ``stub.filler_tokens`` more tokens after the reply
+(a model that rambles). All are 0 by default and can be changed while it runs; an answer keeps the values it started
+with, so a test can make one request slow and the next one fast."""
+
+import contextlib
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -33,6 +40,10 @@ def reply_for(prompt: str) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "OllamaStub/0.1"
+
+    def handle(self) -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up on a slow answer
+            super().handle()
 
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass
@@ -76,8 +87,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         self.server.requests.append(request)  # type: ignore[attr-defined]
+        stall, delay, filler = self.server.stall, self.server.token_delay, self.server.filler_tokens  # type: ignore[attr-defined]
+        time.sleep(stall)
         prompt = "\n".join(str(m.get("content") or "") for m in request.get("messages", []))
-        text = reply_for(prompt)
+        text = reply_for(prompt) + " and" * filler
         base = {"model": request.get("model", MODEL), "created_at": "2026-01-01T00:00:00Z"}
         done = {
             "done": True,
@@ -93,6 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/x-ndjson")
             self.end_headers()
             for token in re.findall(r"\S+\s*", text):
+                time.sleep(delay)
                 line = {**base, "message": {"role": "assistant", "content": token}, "done": False}
                 self.wfile.write((json.dumps(line) + "\n").encode())
                 self.wfile.flush()
@@ -109,8 +123,35 @@ class OllamaStub:
     def __init__(self) -> None:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.server.requests = []  # type: ignore[attr-defined]
+        self.server.stall = 0.0  # type: ignore[attr-defined]
+        self.server.token_delay = 0.0  # type: ignore[attr-defined]
+        self.server.filler_tokens = 0  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def stall(self) -> float:
+        return float(self.server.stall)  # type: ignore[attr-defined]
+
+    @stall.setter
+    def stall(self, seconds: float) -> None:
+        self.server.stall = seconds  # type: ignore[attr-defined]
+
+    @property
+    def token_delay(self) -> float:
+        return float(self.server.token_delay)  # type: ignore[attr-defined]
+
+    @token_delay.setter
+    def token_delay(self, seconds: float) -> None:
+        self.server.token_delay = seconds  # type: ignore[attr-defined]
+
+    @property
+    def filler_tokens(self) -> int:
+        return int(self.server.filler_tokens)  # type: ignore[attr-defined]
+
+    @filler_tokens.setter
+    def filler_tokens(self, count: int) -> None:
+        self.server.filler_tokens = count  # type: ignore[attr-defined]
 
     @property
     def requests(self) -> list[dict[str, Any]]:
