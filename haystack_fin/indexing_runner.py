@@ -729,10 +729,10 @@ def _resolve_ids(
 ) -> tuple[dict[int, str], list[tuple[list[int], str]]]:
     """The filing id each identified source is written under, and the refused sources with their one-line reason.
 
-    A default id yields to the id under which a store already holds the same file (the same bytes, else the same
-    path): re-indexing it stays a re-index when the default id would come out otherwise (a store written when ids
-    were file stems). Then two sources of one id are both refused; and a source whose id a store holds for another
-    document (another path and other bytes) is refused unless ``replace``.
+    A default id yields to the id under which a store already holds the same file (the same bytes; the same path
+    for a filing stored without its hash): re-indexing it stays a re-index when the default id would come out
+    otherwise (a store written when ids were file stems). Then two sources of one id are both refused; and a source
+    whose id a store holds for another document (another path and other bytes) is refused unless ``replace``.
 
     :param identities: (index in the batch, identity, whether the id was given by the caller).
     """
@@ -763,7 +763,9 @@ def _resolve_ids(
                     {
                         n.filing_id
                         for n in stored.values()
-                        if n.source_path and _same_file(n.source_path, identity.source)
+                        # A path says "same document" only where the store recorded no hash (written before
+                        # hashes were): otherwise another document saved under that name would replace it.
+                        if not n.source_sha256 and n.source_path and _same_file(n.source_path, identity.source)
                     }
                 )
             if len(same) == 1:

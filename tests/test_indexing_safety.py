@@ -186,6 +186,12 @@ def test_reindexing_a_file_keeps_the_id_it_is_stored_under(tmp_path):
     report = _index([PEP], idx)
     assert list(_filings(idx)) == ["pepsico-8k-2023-05-05"] and _count(idx, "pepsico-8k-2023-05-05") == n
     assert report.n_ok == 1 and report.filing_ids == {str(PEP): "pepsico-8k-2023-05-05"}
+    # Another filing saved later under a stored file's name is another filing, not a new version of it.
+    latest = _copy(PEP, tmp_path / "downloads" / "latest.pdf")
+    assert _index([latest], tmp_path / "idx2").filing_ids == {str(latest): "pepsico_8-K_2023-05-03"}
+    _copy(BBY, latest)
+    assert _index([latest], tmp_path / "idx2").filing_ids == {str(latest): "best-buy_10-Q_FY2024-Q2"}
+    assert sorted(_filings(tmp_path / "idx2")) == ["best-buy_10-Q_FY2024-Q2", "pepsico_8-K_2023-05-03"]
 
 
 # --- crash-safe re-index --------------------------------------------------------------------------------------
