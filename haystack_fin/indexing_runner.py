@@ -51,10 +51,10 @@ PARSE_COMPONENTS = ("converter", "splitter")
 STARTUP_TIMEOUT_S = 600.0
 _TERMINATE_GRACE_S = 5.0  # SIGTERM, then SIGKILL after this long
 _LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
-# Data-segment bound of a parse worker (MB; ``--worker-memory``). A worker holds ~0.4 GB once the parse stage is
-# loaded and ~0.9-1.5 GB after real filings (the OCR engine loaded, PyMuPDF's caches): peak 1,440 MB over the 52 dev
-# and more-filings PDFs, the 17 EDGAR HTML filings and the adversarial corpus (its 1,000-page 10-K: 455 MB in a
-# fresh worker), measured with benchmarks/worker_memory.py. 4 GB leaves room for larger real filings.
+# Data-segment bound of a parse worker (MB; ``--worker-memory``). One worker that parsed, in turn, the 52 dev and
+# more-filings PDFs, the 17 EDGAR HTML filings and the 14 adversarial files (the OCR engine loaded on the way) grew
+# to at most 2,285 MB, its 1,000-page 10-K at 1,706 MB (benchmarks/worker_memory.py,
+# benchmarks/results/worker-memory.json; a fresh worker holds ~0.4 GB); 4 GB leaves room for larger real filings.
 DEFAULT_WORKER_MEMORY_MB = 4096
 # A worker whose data segment has grown past this share of its bound between filings is replaced before it gets
 # the next one, so that one filing does not fail for what earlier ones left behind.
