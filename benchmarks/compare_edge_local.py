@@ -29,7 +29,9 @@ BACKENDS = ("edge", "local")
 def _index(backend: str, store: Path, pdfs: list[Path]) -> float:
     t0 = time.perf_counter()
     data = pipeline_dict("indexing", str(store), backend=backend)
-    report = index_filings([str(p) for p in pdfs], data, quiet=True, timeout_s=None)
+    # The questions name filings by file stem (doc_name): indexed under those ids.
+    metas = [{"filing_id": p.stem} for p in pdfs]
+    report = index_filings([str(p) for p in pdfs], data, metas, quiet=True, timeout_s=None)
     if report.n_failed:
         sys.exit(f"error: indexing into {backend} failed: {report.failures}")
     return time.perf_counter() - t0

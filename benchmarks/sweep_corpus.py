@@ -50,6 +50,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pymupdf  # after the environment above, which spawned workers inherit
 
+from haystack_fin.core.ingest.filing_identity import filing_id_for
 from haystack_fin.core.text import estimate_tokens
 from haystack_fin.indexing_runner import index_filings, parse_filings
 from haystack_fin.pipeline_loader import pipeline_dict
@@ -510,8 +511,11 @@ def run(
     if index:
         ok = [r.source for r in results if _ok(r)]
         t0 = time.perf_counter()
+        # Each file under its file-stem id: the adversarial files share one made-up cover (company, form, period),
+        # which would make them one filing by default.
+        metas = [{"filing_id": filing_id_for(s)} for s in ok]
         rep = index_filings(
-            ok, pipeline_data, timeout_s=timeout_s, workers=workers, quiet=not progress, in_process=in_process
+            ok, pipeline_data, metas, timeout_s=timeout_s, workers=workers, quiet=not progress, in_process=in_process
         )
         report["index"] = {**asdict(rep), "wall_s": round(time.perf_counter() - t0, 1)}
         # Per page: parse and write stages only; rep.seconds also holds loading the models and starting workers.

@@ -23,7 +23,11 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 logger = logging.getLogger("haystack_fin")
 
 REST_PORT, MCP_PORT = 1416, 1417  # the ports Hayhooks used, so existing clients keep theirs
+# indexing_runner.DEFAULT_WORKER_MEMORY_MB, repeated: this module imports no Haystack before a command runs.
+DEFAULT_WORKER_MEMORY_MB = 4096
+_MIN_WORKER_MEMORY_MB = 1024  # a worker holds ~0.4 GB once its parse stage is loaded
 _FILING_SUFFIXES = (".pdf", ".htm", ".html", ".xhtml", ".gz")
+_SUBMISSION_SUFFIX = ".txt"  # an EDGAR full submission, taken from a folder only when it starts like one
 _INT_FIELDS = {"fiscal_year", "fiscal_quarter"}
 
 
@@ -69,6 +73,20 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _memory_mb(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected megabytes, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (no bound) or a positive number of MB, got {value}")
+    if 0 < value < _MIN_WORKER_MEMORY_MB:
+        raise argparse.ArgumentTypeError(
+            f"a parse worker needs more than {value} MB to start (at least {_MIN_WORKER_MEMORY_MB}; 0 = no bound)"
+        )
+    return value
+
+
 def _cutoffs(text: str) -> tuple[int, ...]:
     try:
         return tuple(_positive_int(part.strip()) for part in text.split(","))
@@ -84,15 +102,45 @@ def _meta_pair(text: str) -> tuple[str, Any]:
     return key, int(value) if key in _INT_FIELDS and value.strip().isdigit() else value.strip()
 
 
-def _expand(paths: Iterable[str]) -> list[Path]:
+def _is_submission_file(path: Path) -> bool:
+    from haystack_fin.core.ingest.filing_identity import is_submission
+
+    try:
+        with path.open("rb") as f:
+            return is_submission(f.read(1024))
+    except OSError:
+        return False
+
+
+def _expand(paths: Iterable[str]) -> tuple[list[Path], list[str]]:
+    """The filing files of the given paths (folders searched recursively), and a note per file a folder held but
+    that is left out: an EDGAR full submission next to its own primary document (sec-edgar-downloader saves both:
+    they are one filing)."""
     files: list[Path] = []
+    notes: list[str] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in _FILING_SUFFIXES))
-        else:
+        if not path.is_dir():
             files.append(path)
-    return files
+            continue
+        found = sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file()
+            and (
+                p.suffix.lower() in _FILING_SUFFIXES
+                or (p.suffix.lower() == _SUBMISSION_SUFFIX and _is_submission_file(p))
+            )
+        )
+        documents = {p.parent for p in found if p.suffix.lower() != _SUBMISSION_SUFFIX}
+        for p in found:
+            if p.suffix.lower() == _SUBMISSION_SUFFIX and p.parent in documents:
+                notes.append(
+                    f"{p}: left out, its folder holds the filing's primary document (give it by name to index it)"
+                )
+                continue
+            files.append(p)
+    return files, notes
 
 
 def _store_from_args(args: argparse.Namespace) -> Any:
@@ -114,10 +162,13 @@ def cmd_index(args: argparse.Namespace) -> int:
     from haystack_fin.indexing_runner import index_filings
     from haystack_fin.pipeline_loader import pipeline_dict
 
-    files = _expand(args.paths)
+    files, notes = _expand(args.paths)
     if not files:
         print("error: no filings found in the given paths", file=sys.stderr)
         return 2
+    for note in notes:
+        if not args.quiet:
+            print(f"note: {note}", file=sys.stderr)
     meta = dict(args.meta or [])
     if meta.get("filing_id") and len(files) > 1:
         print("error: --meta filing_id=... names one filing; give one path", file=sys.stderr)
@@ -132,7 +183,14 @@ def cmd_index(args: argparse.Namespace) -> int:
         workers=args.workers,
         quiet=args.quiet,
         optimize=not args.no_optimize,
+        replace=args.replace,
+        worker_memory_mb=args.worker_memory or None,
     )
+    if not args.quiet:
+        for fid, n in report.recovered.items():
+            print(f"note: {fid}: removed {n} node(s) left by an interrupted indexing run", file=sys.stderr)
+    for line in report.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     for line in report.failures:
         print(f"error: {line}", file=sys.stderr)
     if not args.quiet:
@@ -162,7 +220,10 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, Any]]:
-    """The ``inspect`` contract: one dict per filing, read from the filing nodes."""
+    """The ``inspect`` contract: one dict per filing, read from the filing nodes, with the pages left out for want
+    of OCR (``skipped_pages``) and the leftovers of an unfinished indexing run (``unfinished_run``: None, or the
+    run, whether the filing node was already switched to it, and the nodes the next ``index`` removes)."""
+    from haystack_fin.components.filing_writer import pending_writes
     from haystack_fin.core import schema
 
     conditions = [schema.node_type_filter(schema.NodeType.FILING)]
@@ -170,6 +231,7 @@ def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, 
         conditions.append({"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id})
     found = store.filter_documents(filters={"operator": "AND", "conditions": conditions})
     nodes = sorted((schema.FilingNode.from_meta(d.meta) for d in found), key=lambda n: n.filing_id)
+    pending = {w.filing_id: w for w in pending_writes(store)}
     return [
         {
             "filing_id": node.filing_id,
@@ -190,20 +252,46 @@ def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, 
                 }
                 for it in node.items
             ],
+            "skipped_pages": list(node.skipped_pages),
+            "unfinished_run": _unfinished(pending.get(node.filing_id)),
         }
         for node in nodes
     ]
 
 
+def _unfinished(write: Any) -> dict[str, Any] | None:
+    if write is None:
+        return None
+    return {"run": write.run, "switched": write.switched, "leftover_nodes": write.leftover_nodes}
+
+
+def orphaned_writes(store: Any, filing_id: str | None = None) -> list[Any]:
+    """Interrupted first writes: filings with leftovers of an indexing run but no filing node (invisible to
+    queries; the next ``index`` removes them)."""
+    from haystack_fin.components.filing_writer import pending_writes
+
+    return [
+        w for w in pending_writes(store) if w.current_run is None and (filing_id is None or w.filing_id == filing_id)
+    ]
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from haystack_fin.core.ingest.pdf import page_ranges
     from haystack_fin.pipeline_loader import pipeline_dict
 
     _check_store(args, pipeline_dict("indexing", args.store, args.qdrant_url, args.index), create=args.create)
     store = _store_from_args(args)
     try:
         profiles = filing_profiles(store, args.filing)
+        orphans = orphaned_writes(store, args.filing)
     finally:
         store.close()
+    for w in orphans:
+        print(
+            f"warning: {w.filing_id}: {w.leftover_nodes} node(s) of an interrupted first index (not searchable); "
+            "the next `haystack-fin index` removes them",
+            file=sys.stderr,
+        )
     if args.filing and not profiles:
         print(f"error: no filing {args.filing!r} in the store", file=sys.stderr)
         return 1
@@ -213,6 +301,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for p in profiles:
         counts = ", ".join(f"{k} {v}" for k, v in p["n_chunks_by_modality"].items())
         print(f"{p['filing_id']}: {p['company']} {p['form']} {p['period']} - {p['n_pages']} pages, chunks: {counts}")
+        if p["skipped_pages"]:
+            print(f"  skipped pages (no text layer, OCR not installed): {page_ranges(p['skipped_pages'])}")
+        unfinished = p["unfinished_run"]
+        if unfinished:
+            state = "switched to it, the old run not yet removed" if unfinished["switched"] else "not switched to it"
+            print(
+                f"  unfinished indexing run {unfinished['run']} ({state}): {unfinished['leftover_nodes']} leftover "
+                "node(s), not searchable; the next `haystack-fin index` removes them"
+            )
         for it in p["items"]:
             pages = f"pp. {it['start_page']:>3}-{it['end_page']:<3}"
             print(f"  {it['item']:>6}  {pages}  {it['n_chunks']:>4} chunks  {it['title']}")
@@ -225,8 +322,10 @@ def filing_graph(store: Any, filing_id: str) -> Any:
     from haystack_fin.core import schema
     from haystack_fin.core.graph.build import build_filing_graph
     from haystack_fin.core.lexicon import Lexicon
+    from haystack_fin.store_registry import one_run
 
     found = store.filter_documents(filters={"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id})
+    found = one_run(filing_id, found)  # the run the filing node names (a re-index may be under way)
     chunks = [d for d in found if str(d.meta.get(schema.NODE_TYPE) or "chunk") == schema.NodeType.CHUNK.value]
     if not chunks:
         return None
@@ -544,7 +643,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--meta", action="append", type=_meta_pair, metavar="KEY=VALUE", help="metadata override, repeatable"
     )
     p.add_argument("--pipeline", default=None, help="indexing YAML to use instead of the shipped one")
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="let a file replace a stored filing of the same id that came from another document (another path and "
+        "other bytes); without it such a file is refused with one line",
+    )
     _add_indexing_args(p)
+    p.add_argument(
+        "--worker-memory",
+        type=_memory_mb,
+        default=DEFAULT_WORKER_MEMORY_MB,
+        metavar="MB",
+        help=f"memory bound of each parse worker in MB (default {DEFAULT_WORKER_MEMORY_MB}; 0 = no bound): a filing "
+        "past it fails with one line and the batch goes on",
+    )
     p.add_argument(
         "--no-optimize",
         action="store_true",

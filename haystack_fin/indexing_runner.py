@@ -8,6 +8,12 @@ The indexing pipeline is split in two stages (``split_indexing_pipeline``):
 - the **write stage** (embedder, trees, writer): runs in this process, one filing at a time, in filing order, with
   the models loaded once and the store opened once (embedded Qdrant allows one client per folder).
 
+``index_filings`` first reads which filing each file is (``FilingConverter.identify``: the accession number, else
+the cover's company, form and period; milliseconds a PDF, a second or two an HTML 10-K), in the same workers, so
+that two files of one filing are refused before anything is written, and a stored filing is not replaced by
+another document without ``replace``. Each worker runs under a memory bound (``worker_memory_mb``: the kernel's
+data-segment limit, RLIMIT_DATA, on Linux): a filing past it fails with one line and the worker is replaced.
+
 Workers are a small pool of ``multiprocessing`` spawn processes, each with its own duplex Pipe, not a
 ``ProcessPoolExecutor``: an executor cannot kill one hung task, and a process terminated while it writes to a
 shared Queue can leave the queue with a half-written message. A Pipe belongs to one worker and is thrown away with
@@ -21,6 +27,7 @@ import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import re
 import signal
 import sys
 import time
@@ -32,6 +39,7 @@ from typing import Any
 from haystack import Document, Pipeline
 
 from haystack_fin.core import schema
+from haystack_fin.core.ingest.filing_identity import FilingIdentity, filing_id_for, sha256_of
 from haystack_fin.pipeline_loader import ALLOWED_MODULES, drop_components
 from haystack_fin.store_check import connect_store, error_line
 
@@ -43,6 +51,15 @@ PARSE_COMPONENTS = ("converter", "splitter")
 STARTUP_TIMEOUT_S = 600.0
 _TERMINATE_GRACE_S = 5.0  # SIGTERM, then SIGKILL after this long
 _LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+# Data-segment bound of a parse worker (MB; ``--worker-memory``). One worker that parsed, in turn, the 52 dev and
+# more-filings PDFs, the 17 EDGAR HTML filings and the 14 adversarial files (the OCR engine loaded on the way) grew
+# to at most 2,285 MB, its 1,000-page 10-K at 1,706 MB (benchmarks/worker_memory.py,
+# benchmarks/results/worker-memory.json; a fresh worker holds ~0.4 GB); 4 GB leaves room for larger real filings.
+DEFAULT_WORKER_MEMORY_MB = 4096
+# A worker whose data segment has grown past this share of its bound between filings is replaced before it gets
+# the next one, so that one filing does not fail for what earlier ones left behind.
+_RECYCLE_SHARE = 0.6
+_MEMORY_ERROR = re.compile(r"MemoryError|out of memory|bad_alloc|Cannot allocate memory|malloc.*fail", re.IGNORECASE)
 
 
 @dataclass
@@ -60,12 +77,26 @@ class ParseOutcome:
 
 
 @dataclass
+class IdentifyOutcome:
+    """Which filing one file is (``identity``), or why that could not be read (``failures``: time-out, crash)."""
+
+    source: str
+    identity: FilingIdentity | None
+    failures: list[str]
+    seconds: float
+    timed_out: bool = False
+
+
+@dataclass
 class IndexReport:
     """What ``index_filings`` did."""
 
     n_ok: int = 0
     n_failed: int = 0
     failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # one line per filing written with a caveat (skipped pages)
+    filing_ids: dict[str, str] = field(default_factory=dict)  # source -> filing id, for the filings written
+    recovered: dict[str, int] = field(default_factory=dict)  # interrupted earlier writes cleaned up: id -> nodes
     nodes_written: int = 0
     pages: int = 0  # pages of the filings written
     seconds: float = 0.0  # wall time of the whole call (models and workers loaded, all filings)
@@ -120,18 +151,68 @@ def _per_source(meta: dict[str, Any] | list[dict[str, Any]] | None, n: int) -> l
     return [meta] * n
 
 
+def _memory_line(source: str, limit_mb: int) -> str:
+    return f"{source}: the parse worker ran out of memory (limit {limit_mb} MB; raise it with --worker-memory)"
+
+
+def _is_memory_error(exc: BaseException) -> bool:
+    while exc is not None:
+        if isinstance(exc, MemoryError):
+            return True
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return False
+
+
 class _ParseStage:
     """The parse-stage pipeline, loaded once, run on one filing at a time (in a worker or in this process)."""
 
-    def __init__(self, parse_data: dict[str, Any], crossing: list[tuple[str, str]], entry: str) -> None:
+    def __init__(
+        self,
+        parse_data: dict[str, Any],
+        crossing: list[tuple[str, str]],
+        entry: str,
+        memory_limit_mb: int | None = None,
+    ) -> None:
         self.pipe = Pipeline.from_dict(parse_data, allowed_modules=ALLOWED_MODULES)
         self.pipe.warm_up()
         self.crossing = sorted(crossing)  # several senders into one socket: Haystack's sync order (by sender)
         self.entry = entry
         self.components = set(parse_data["components"])
+        self.memory_limit_mb = memory_limit_mb
+        self.out_of_memory = False  # set when a filing hit the bound: the worker is then replaced
 
     def close(self) -> None:
         self.pipe.close()
+
+    def _memory(self, source: str, lines: list[str]) -> list[str]:
+        """Failure lines with a memory failure under the worker's bound said as such (the converter reports a
+        MemoryError as any other error, PyMuPDF's allocator failing as its own)."""
+        if self.memory_limit_mb is None or not any(_MEMORY_ERROR.search(line) for line in lines):
+            return lines
+        self.out_of_memory = True
+        return [_memory_line(source, self.memory_limit_mb)]
+
+    def identify(self, source: str, meta: dict[str, Any] | None) -> IdentifyOutcome:
+        """The converter's ``identify`` (FilingConverter's: accession, cover, stem); a converter without one gives
+        the given id or the file stem. Never fails on a bad file: parsing it reports why."""
+        t0 = time.perf_counter()
+        converter = self.pipe.get_component(self.entry)
+        given = (meta or {}).get(schema.FILING_ID)
+        try:
+            identify = getattr(converter, "identify", None)
+            if callable(identify):
+                identity = identify(source, meta)
+            else:
+                basis = "given" if given else "file name"
+                identity = FilingIdentity(source, str(given or filing_id_for(source)), basis, sha256_of(source))
+        except Exception as exc:
+            if self.memory_limit_mb is not None and _is_memory_error(exc):
+                self.out_of_memory = True
+                return IdentifyOutcome(source, None, [_memory_line(source, self.memory_limit_mb)], 0.0)
+            logger.debug("Identifying %s failed", source, exc_info=True)
+            basis = "given" if given else "file name"
+            identity = FilingIdentity(source, str(given or filing_id_for(source)), basis, sha256_of(source))
+        return IdentifyOutcome(source, identity, [], time.perf_counter() - t0)
 
     def run(self, source: str, meta: dict[str, Any] | None) -> ParseOutcome:
         t0 = time.perf_counter()
@@ -141,12 +222,18 @@ class _ParseStage:
             )
         except Exception as exc:  # a component bug on one filing is that filing's failure
             logger.debug("Parse stage failed on %s", source, exc_info=True)
-            return ParseOutcome(source, [], {}, [f"{source}: {error_line(exc)}"], 0, 0, time.perf_counter() - t0)
-        failures = [
-            _failure_line(source, f)
-            for name in sorted(self.components)
-            for f in (result.get(name) or {}).get("failures") or []
-        ]
+            line = f"{source}: {error_line(exc)}"
+            if self.memory_limit_mb is not None and _is_memory_error(exc):
+                self.out_of_memory, line = True, _memory_line(source, self.memory_limit_mb)
+            return ParseOutcome(source, [], {}, [line], 0, 0, time.perf_counter() - t0)
+        failures = self._memory(
+            source,
+            [
+                _failure_line(source, f)
+                for name in sorted(self.components)
+                for f in (result.get(name) or {}).get("failures") or []
+            ],
+        )
         stage_outputs: dict[str, dict[str, Any]] = {}
         documents: list[Document] = []
         seen: set[int] = set()
@@ -200,34 +287,69 @@ def _die_with_parent() -> None:
         pass
 
 
+def limit_memory(limit_mb: int | None) -> bool:
+    """Bound this process's data segment (heap and anonymous mappings: what parsing allocates) to ``limit_mb``
+    MB, so that an allocation past it fails (MemoryError, or the C library's own error) instead of taking the
+    machine's memory. Linux (RLIMIT_DATA counts anonymous mappings since 4.7); elsewhere nothing is set.
+    Returns whether the bound is in place."""
+    if limit_mb is None or not sys.platform.startswith("linux"):
+        return False
+    import resource
+
+    limit = int(limit_mb) << 20
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    return True
+
+
+def data_segment_mb(pid: int) -> float | None:
+    """A process's data segment (VmData) in MB, what RLIMIT_DATA bounds; None where /proc cannot tell."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def _worker_main(
     conn: multiprocessing.connection.Connection,
     parse_data: dict[str, Any],
     crossing: list[tuple[str, str]],
     entry: str,
     log_level: int,
+    memory_limit_mb: int | None = None,
 ) -> None:
-    """A worker: load the parse stage once, then parse filings until told to stop or the parent goes away."""
+    """A worker: load the parse stage once, then identify or parse filings until told to stop or the parent goes
+    away (or a filing exhausted its memory bound: it exits after reporting it, and the pool replaces it)."""
     _die_with_parent()
     # Ctrl-C reaches the whole process group; the parent handles it and shuts the workers down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=log_level, format=_LOG_FORMAT)
+    limited = limit_memory(memory_limit_mb)
     try:
-        stage = _ParseStage(parse_data, crossing, entry)
+        stage = _ParseStage(parse_data, crossing, entry, memory_limit_mb if limited else None)
     except Exception as exc:
         conn.send(("init_error", error_line(exc)))
         return
     conn.send(("ready",))
     try:
-        while True:
+        while not stage.out_of_memory:
             try:
                 task = conn.recv()
             except (EOFError, OSError):
                 return  # the parent closed its end
             if task is None:
                 return
-            task_id, source, meta = task
-            conn.send(("done", task_id, stage.run(source, meta)))
+            task_id, kind, source, meta = task
+            result = stage.identify(source, meta) if kind == "identify" else stage.run(source, meta)
+            # After a filing exhausted the memory bound the worker retires (its heap may be left fragmented):
+            # said with the result, so that the pool sends it nothing more.
+            conn.send(("done", task_id, result, stage.out_of_memory))
     finally:
         stage.close()
 
@@ -251,8 +373,9 @@ def _exit_text(code: int | None) -> str:
 
 class ParseWorkerPool:
     """At most ``workers`` spawn processes running the parse stage of a pipeline dict, reused across filings and
-    across ``parse`` calls. Use as a context manager: the workers are shut down at the end, on an exception and on
-    KeyboardInterrupt. ``in_process=True`` runs the stage in this process instead (no time bound)."""
+    across ``parse``/``identify`` calls. Use as a context manager: the workers are shut down at the end, on an
+    exception and on KeyboardInterrupt. ``in_process=True`` runs the stage in this process instead (no time or
+    memory bound). ``worker_memory_mb`` bounds each worker's memory (``limit_memory``; None: no bound)."""
 
     def __init__(
         self,
@@ -261,18 +384,23 @@ class ParseWorkerPool:
         workers: int = 1,
         parse_components: Iterable[str] = PARSE_COMPONENTS,
         in_process: bool = False,
+        worker_memory_mb: int | None = DEFAULT_WORKER_MEMORY_MB,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
+        if worker_memory_mb is not None and worker_memory_mb < 1:
+            raise ValueError(f"worker_memory_mb must be at least 1 (or None), got {worker_memory_mb}")
         parse_components = tuple(parse_components)
         self.parse_data, self.write_data, self.crossing = split_indexing_pipeline(pipeline_data, parse_components)
         self.entry = parse_components[0]
         self.n_workers = workers
         self.in_process = in_process
+        self.worker_memory_mb = worker_memory_mb
         self._ctx = multiprocessing.get_context("spawn")
         self._workers: list[_Worker] = []
         self._local: _ParseStage | None = None
         self._closed = False
+        self._kind = "parse"
 
     def __enter__(self) -> "ParseWorkerPool":
         return self
@@ -296,7 +424,14 @@ class ParseWorkerPool:
             parent_end, child_end = self._ctx.Pipe(duplex=True)
             process = self._ctx.Process(
                 target=_worker_main,
-                args=(child_end, self.parse_data, self.crossing, self.entry, logging.getLogger().getEffectiveLevel()),
+                args=(
+                    child_end,
+                    self.parse_data,
+                    self.crossing,
+                    self.entry,
+                    logging.getLogger().getEffectiveLevel(),
+                    self.worker_memory_mb,
+                ),
                 name=f"haystack-fin-parse-{len(self._workers)}",
                 daemon=True,
             )
@@ -346,7 +481,27 @@ class ParseWorkerPool:
 
         A filing past ``timeout_s`` seconds (None or 0: no limit) is stopped, its worker terminated and replaced,
         and it is reported as ``FILE: timed out after N s``; a worker that dies is reported as
-        ``FILE: worker process died (exit code X)``; the batch goes on."""
+        ``FILE: worker process died (exit code X)``; one past its memory bound as ``FILE: the parse worker ran out
+        of memory (...)``; the batch goes on."""
+        yield from self._run("parse", sources, meta, timeout_s)
+
+    def identify(
+        self,
+        sources: list[str],
+        meta: dict[str, Any] | list[dict[str, Any]] | None = None,
+        timeout_s: float | None = 600,
+    ) -> Iterator[IdentifyOutcome]:
+        """Which filing each source is (the parse stage's converter's ``identify``), in input order, under the
+        same time and memory bounds as ``parse``."""
+        yield from self._run("identify", sources, meta, timeout_s)
+
+    def _run(
+        self,
+        kind: str,
+        sources: list[str],
+        meta: dict[str, Any] | list[dict[str, Any]] | None,
+        timeout_s: float | None,
+    ) -> Iterator[Any]:
         if self._closed:
             raise RuntimeError("the pool is closed")
         if timeout_s is not None and (timeout_s < 0 or math.isnan(timeout_s)):
@@ -357,26 +512,40 @@ class ParseWorkerPool:
             self.start()
             assert self._local is not None
             for source, source_meta in zip(sources, metas, strict=True):
-                yield self._local.run(source, source_meta)
+                if kind == "identify":
+                    yield self._local.identify(source, source_meta)
+                else:
+                    yield self._local.run(source, source_meta)
             return
-        yield from self._parse_in_workers(sources, metas, timeout_s or None)
+        yield from self._run_in_workers(kind, sources, metas, timeout_s or None)
 
-    def _parse_in_workers(
-        self, sources: list[str], metas: list[dict[str, Any] | None], timeout_s: float | None
-    ) -> Iterator[ParseOutcome]:
+    def _bloated(self, worker: _Worker) -> bool:
+        """Whether an idle worker's data segment has grown past ``_RECYCLE_SHARE`` of its bound."""
+        if self.worker_memory_mb is None:
+            return False
+        used = data_segment_mb(worker.process.pid)
+        return used is not None and used > _RECYCLE_SHARE * self.worker_memory_mb
+
+    def _run_in_workers(
+        self, kind: str, sources: list[str], metas: list[dict[str, Any] | None], timeout_s: float | None
+    ) -> Iterator[Any]:
         todo = deque(range(len(sources)))
-        done: dict[int, ParseOutcome] = {}
+        done: dict[int, Any] = {}
         next_i = 0
         # Filings parsed ahead of the one the caller is writing, held in memory: one per worker while the caller
         # works on the previous outcome keeps every worker busy.
         window = 2 * self.n_workers
+        self._kind = kind
         try:
             while next_i < len(sources):
                 self.start(min(self.n_workers, len(todo) + self._busy()))
-                for worker in self._workers:
+                for worker in list(self._workers):
                     if todo and worker.ready and worker.task is None and todo[0] < next_i + window:
+                        if self._bloated(worker):
+                            self._stop(worker, graceful=True)  # replaced by start() on the next round
+                            continue
                         i = todo.popleft()
-                        worker.conn.send((i, sources[i], metas[i]))
+                        worker.conn.send((i, kind, sources[i], metas[i]))
                         worker.task, worker.task_started = (i, sources[i]), time.monotonic()
                 if next_i in done:
                     yield done.pop(next_i)
@@ -389,10 +558,16 @@ class ParseWorkerPool:
             for worker in [w for w in self._workers if w.task is not None]:
                 self._stop(worker)
 
+    def _failed(self, source: str, line: str, seconds: float, timed_out: bool = False) -> Any:
+        """The outcome of a task that did not finish, of the kind being run."""
+        if self._kind == "identify":
+            return IdentifyOutcome(source, None, [line], seconds, timed_out=timed_out)
+        return ParseOutcome(source, [], {}, [line], 0, 0, seconds, timed_out=timed_out)
+
     def _busy(self) -> int:
         return sum(1 for w in self._workers if w.task is not None)
 
-    def _poll(self, done: dict[int, ParseOutcome], timeout_s: float | None) -> None:
+    def _poll(self, done: dict[int, Any], timeout_s: float | None) -> None:
         """Wait for a message, a worker's death or the nearest deadline, and handle what happened."""
         now = time.monotonic()
         deadlines = [
@@ -426,9 +601,9 @@ class ParseWorkerPool:
                 self._stop(worker)
                 line = f"{source}: timed out after {timeout_s:g} s"
                 logger.warning("%s", line)
-                done[i] = ParseOutcome(source, [], {}, [line], 0, 0, now - worker.task_started, timed_out=True)
+                done[i] = self._failed(source, line, now - worker.task_started, timed_out=True)
 
-    def _receive(self, worker: _Worker, done: dict[int, ParseOutcome]) -> None:
+    def _receive(self, worker: _Worker, done: dict[int, Any]) -> None:
         try:
             # A dead worker's pipe reads as EOF once the messages it sent before dying are consumed.
             message = worker.conn.recv() if worker.conn.poll() else None
@@ -441,14 +616,16 @@ class ParseWorkerPool:
         elif message[0] == "ready":
             worker.ready = True
         elif message[0] == "done":
-            _, i, outcome = message
+            _, i, outcome, retiring = message
             worker.task = None
             done[i] = outcome
+            if retiring:
+                self._stop(worker, graceful=True)  # replaced by start() when there is more to do
         elif message[0] == "init_error":
             self._stop(worker)
             raise RuntimeError(f"a parse worker could not load the parse stage: {message[1]}")
 
-    def _died(self, worker: _Worker, done: dict[int, ParseOutcome]) -> None:
+    def _died(self, worker: _Worker, done: dict[int, Any]) -> None:
         task, ready = worker.task, worker.ready
         code = self._stop(worker)
         if not ready:
@@ -457,7 +634,7 @@ class ParseWorkerPool:
             i, source = task
             line = f"{source}: worker process died ({_exit_text(code)})"
             logger.warning("%s", line)
-            done[i] = ParseOutcome(source, [], {}, [line], 0, 0, time.monotonic() - worker.task_started)
+            done[i] = self._failed(source, line, time.monotonic() - worker.task_started)
 
 
 def parse_filings(
@@ -468,17 +645,21 @@ def parse_filings(
     timeout_s: float | None = 600,
     workers: int = 1,
     in_process: bool = False,
+    worker_memory_mb: int | None = DEFAULT_WORKER_MEMORY_MB,
 ) -> Iterator[ParseOutcome]:
     """Run the parse stage of each filing in worker processes (multiprocessing spawn context), at most ``workers``
     at a time, and yield outcomes in input order. A filing past ``timeout_s`` is stopped (its worker terminated
     and replaced) and reported as ``FILE: timed out after N s``; a worker that dies is reported as
-    ``FILE: worker process died (exit code X)``; the batch goes on. Workers are reused across filings.
-    ``in_process=True`` runs the stage in this process without a time bound (tests, debugging).
+    ``FILE: worker process died (exit code X)``; one past ``worker_memory_mb`` as ``FILE: the parse worker ran out
+    of memory (...)``; the batch goes on. Workers are reused across filings. ``in_process=True`` runs the stage
+    in this process without a time or memory bound (tests, debugging).
 
     :param pipeline_data: the whole indexing pipeline dict; only its parse stage runs here.
     :param meta: metadata for every filing (a dict) or per source (a list of the same length).
     """
-    with ParseWorkerPool(pipeline_data, workers=workers, in_process=in_process) as pool:
+    with ParseWorkerPool(
+        pipeline_data, workers=workers, in_process=in_process, worker_memory_mb=worker_memory_mb
+    ) as pool:
         yield from pool.parse(sources, meta, timeout_s)
 
 
@@ -527,6 +708,107 @@ def _optimize_stores(write: Pipeline, names: Iterable[str], quiet: bool) -> floa
     return time.perf_counter() - t0
 
 
+def _filing_stores(write: Pipeline, names: Iterable[str]) -> list[Any]:
+    """The stores of the write stage's FilingWriters (where filings are looked up before they are replaced)."""
+    from haystack_fin.components.filing_writer import FilingWriter
+
+    stores: list[Any] = []
+    for name in names:
+        component = write.get_component(name)
+        if isinstance(component, FilingWriter) and all(component.document_store is not s for s in stores):
+            stores.append(component.document_store)
+    return stores
+
+
+def _same_file(a: str, b: str) -> bool:
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
+
+
+def _resolve_ids(
+    identities: list[tuple[int, FilingIdentity, bool]], stores: list[Any], replace: bool
+) -> tuple[dict[int, str], list[tuple[list[int], str]]]:
+    """The filing id each identified source is written under, and the refused sources with their one-line reason.
+
+    A default id yields to the id under which a store already holds the same file (the same bytes; the same path
+    for a filing stored without its hash): re-indexing it stays a re-index when the default id would come out
+    otherwise (a store written when ids were file stems). Then two sources of one id are both refused; and a source
+    whose id a store holds for another document (another path and other bytes) is refused unless ``replace``.
+
+    :param identities: (index in the batch, identity, whether the id was given by the caller).
+    """
+    from haystack_fin.components.filing_writer import stored_filings
+
+    stored = {}
+    for store in stores:
+        for node in stored_filings(
+            store,
+            filing_ids=[i.filing_id for _, i, _ in identities],
+            source_paths=[i.source for _, i, _ in identities],
+            source_sha256s=[i.source_sha256 for _, i, _ in identities if i.source_sha256],
+        ):
+            stored.setdefault(node.filing_id, node)
+    ids: dict[int, str] = {}
+    for index, identity, given in identities:
+        fid = identity.filing_id
+        if not given:
+            same = sorted(
+                {
+                    n.filing_id
+                    for n in stored.values()
+                    if identity.source_sha256 and n.source_sha256 == identity.source_sha256
+                }
+            )
+            if not same:
+                same = sorted(
+                    {
+                        n.filing_id
+                        for n in stored.values()
+                        # A path says "same document" only where the store recorded no hash (written before
+                        # hashes were): otherwise another document saved under that name would replace it.
+                        if not n.source_sha256 and n.source_path and _same_file(n.source_path, identity.source)
+                    }
+                )
+            if len(same) == 1:
+                fid = same[0]
+        ids[index] = fid
+    refused: list[tuple[list[int], str]] = []
+    by_id: dict[str, list[int]] = {}
+    for index, fid in ids.items():
+        by_id.setdefault(fid, []).append(index)
+    sources = {index: identity.source for index, identity, _ in identities}
+    for fid, group in by_id.items():
+        if len(group) > 1:
+            names = ", ".join(sources[i] for i in group)
+            refused.append(
+                (
+                    group,
+                    f"{names}: the same filing ({fid}); none of them was indexed: index each alone with "
+                    "--meta filing_id=ID to keep them apart",
+                )
+            )
+            continue
+        (index,) = group
+        node = stored.get(fid)
+        identity = next(i for j, i, _ in identities if j == index)
+        if node is None or replace:
+            continue
+        other_file = not (node.source_path and _same_file(node.source_path, identity.source))
+        other_bytes = not (node.source_sha256 and node.source_sha256 == identity.source_sha256)
+        if other_file and other_bytes:
+            refused.append(
+                (
+                    [index],
+                    f"{identity.source}: filing {fid} is already indexed from another document "
+                    f"({node.source_path or 'unknown source'}); not replaced: pass --replace to replace it, or "
+                    "--meta filing_id=ID to index this one under another id",
+                )
+            )
+    for group, _ in refused:
+        for index in group:
+            ids.pop(index, None)
+    return ids, refused
+
+
 def index_filings(
     sources: Iterable[str | os.PathLike[str]],
     pipeline_data: dict[str, Any],
@@ -538,23 +820,40 @@ def index_filings(
     progress_desc: str = "Indexing",
     in_process: bool = False,
     optimize: bool = True,
+    replace: bool = False,
+    worker_memory_mb: int | None = DEFAULT_WORKER_MEMORY_MB,
 ) -> IndexReport:
     """``parse_filings`` plus the write stage in this process, one filing at a time, in filing order: the
     write-stage pipeline is loaded once (its stores connected before any filing is parsed, so a locked store
-    fails first) and run per filing on ``ParseOutcome.stage_outputs``. A filing that failed or timed out writes
-    nothing. A tqdm progress bar unless ``quiet``. With ``optimize``, every store of the write stage that has an
+    fails first, and the leftovers of interrupted writes removed: ``FilingWriter.warm_up``) and run per filing on
+    ``ParseOutcome.stage_outputs``.
+
+    Before anything is parsed, every file is identified (``ParseWorkerPool.identify``: the filing id from the
+    accession number or the cover, unless ``meta`` gives one) and the batch checked: sources that come out as one
+    filing are refused together with one line naming them all; a source whose filing id a store already holds
+    for another document (another source path and other bytes) is refused unless ``replace``. A filing that
+    failed, timed out, ran out of memory or was refused writes nothing; the batch goes on.
+
+    A tqdm progress bar unless ``quiet``. With ``optimize``, every store of the write stage that has an
     ``optimize()`` (Qdrant Edge, which runs no background optimizer) is optimized once after the batch when
     anything was written: its HNSW index is what keeps a search over the whole store (a question naming no
     company) from reading every vector.
 
+    :param replace: let a source replace a stored filing of the same id that came from another document.
+    :param worker_memory_mb: memory bound of each parse worker (``limit_memory``; None: none).
     :raises StoreError: a store of the write stage is in use or has another vector size.
     """
     from tqdm import tqdm
 
+    from haystack_fin.core.ingest.pdf import skipped_pages_note
+
     t0 = time.perf_counter()
     paths = [str(s) for s in sources]
+    metas = _per_source(meta, len(paths))
     report = IndexReport()
-    with ParseWorkerPool(pipeline_data, workers=workers, in_process=in_process) as pool:
+    with ParseWorkerPool(
+        pipeline_data, workers=workers, in_process=in_process, worker_memory_mb=worker_memory_mb
+    ) as pool:
         if not in_process:
             pool.start(min(workers, len(paths)))  # workers import while the write stage loads its models
         write = Pipeline.from_dict(pool.write_data, allowed_modules=ALLOWED_MODULES)
@@ -562,8 +861,40 @@ def index_filings(
             for name in pool.write_data["components"]:
                 connect_store(getattr(write.get_component(name), "document_store", None))
             write.warm_up()
-            outcomes = pool.parse(paths, meta, timeout_s)
-            for outcome in tqdm(outcomes, total=len(paths), desc=progress_desc, unit="filing", disable=quiet):
+            stores = _filing_stores(write, pool.write_data["components"])
+            for name in pool.write_data["components"]:
+                report.recovered.update(getattr(write.get_component(name), "recovered", None) or {})
+
+            identified: list[tuple[int, FilingIdentity, bool]] = []
+            failed: dict[int, list[str]] = {}
+            outcomes_ = pool.identify(paths, metas, timeout_s)
+            for i, found in enumerate(
+                tqdm(
+                    outcomes_,
+                    total=len(paths),
+                    desc="Reading filing ids",
+                    unit="filing",
+                    disable=quiet or len(paths) < 2,
+                )
+            ):
+                report.parse_seconds += found.seconds
+                if found.identity is None:
+                    failed[i] = found.failures
+                else:
+                    identified.append((i, found.identity, bool((metas[i] or {}).get(schema.FILING_ID))))
+            ids, refused = _resolve_ids(identified, stores, replace)
+            for group, line in refused:
+                report.failures.append(line)
+                report.n_failed += len(group)
+            todo = sorted(ids)
+            todo_paths = [paths[i] for i in todo]
+            todo_metas = [{**(metas[i] or {}), schema.FILING_ID: ids[i]} for i in todo]
+            for i in sorted(failed):
+                report.n_failed += 1
+                report.failures.extend(failed[i])
+
+            outcomes = pool.parse(todo_paths, todo_metas, timeout_s)
+            for outcome in tqdm(outcomes, total=len(todo_paths), desc=progress_desc, unit="filing", disable=quiet):
                 report.parse_seconds += outcome.seconds
                 if outcome.failures or outcome.timed_out:
                     report.n_failed += 1
@@ -584,6 +915,13 @@ def index_filings(
                 report.nodes_written += sum(
                     int(out.get("documents_written") or 0) for out in result.values() if isinstance(out, dict)
                 )
+                for node in outcome.documents:
+                    if node.meta.get(schema.NODE_TYPE) != schema.NodeType.FILING.value:
+                        continue
+                    filing = schema.FilingNode.from_meta(node.meta)
+                    report.filing_ids[outcome.source] = filing.filing_id
+                    if filing.skipped_pages:
+                        report.warnings.append(f"{outcome.source}: {skipped_pages_note(filing.skipped_pages)}")
             if optimize and report.nodes_written:
                 report.optimize_seconds = _optimize_stores(write, pool.write_data["components"], quiet)
         finally:

@@ -19,6 +19,7 @@ import inspect
 import json
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,8 @@ from typing import Any
 
 import numpy as np
 from haystack import logging
+
+from haystack_fin.core import schema
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +105,8 @@ class SharedStoreClient:
 
 # -- one filing cache per store configuration ---------------------------------------------------------------------
 
-_FILING_NODE = "filing"
+_FILING_NODE = schema.NodeType.FILING.value
+_PENDING = schema.NodeType.PENDING.value
 _NODE_TYPE = "node_type"
 _FILING_ID = "filing_id"
 _INDEX_RUN = "index_run"
@@ -142,10 +146,17 @@ def _index_run_of(docs: list[Any]) -> str:
     return str((docs[0].meta or {}).get(_INDEX_RUN) or "") if docs else ""
 
 
-def _one_run(filing_id: str, docs: list[Any]) -> list[Any]:
+def one_run(filing_id: str, docs: list[Any]) -> list[Any]:
     """The nodes of the filing node's ``index_run`` only. While a filing is re-indexed the store holds nodes of two
     runs; FilingWriter writes the filing node last, so the old run is read until the new one is complete, never a
-    mix. Without a filing node (or a run on it) every node is kept."""
+    mix. Without a filing node (or a run on it) every node is kept, unless FilingWriter's pending marker is there:
+    then the nodes are a first write that has not finished (or was interrupted), and none is kept. The marker
+    itself is never kept."""
+    if any((d.meta or {}).get(_NODE_TYPE) == _PENDING for d in docs):
+        if not any((d.meta or {}).get(_NODE_TYPE) == _FILING_NODE for d in docs):
+            logger.info("filing {filing_id}: a first write not finished, left out", filing_id=filing_id)
+            return []
+        docs = [d for d in docs if (d.meta or {}).get(_NODE_TYPE) != _PENDING]
     run = next((str(d.meta.get(_INDEX_RUN) or "") for d in docs if (d.meta or {}).get(_NODE_TYPE) == _FILING_NODE), "")
     if not run:
         return docs
@@ -158,6 +169,18 @@ def _one_run(filing_id: str, docs: list[Any]) -> list[Any]:
             run=run,
         )
     return kept
+
+
+# qdrant-haystack's point-id namespace (document_stores/qdrant_edge/converters.py, not imported: this module serves
+# any store).
+_POINT_ID_NAMESPACE = uuid.UUID("3896d314-1e95-4a3a-b45a-945f9f0b541d")
+
+
+def _node_order(doc: Any) -> bytes:
+    """A filing's nodes in one order whatever the store: that of the uuid5 point ids of their ids without the run,
+    which is how the Qdrant stores returned them before ids carried the run. Readers break score ties by this
+    order, so a re-indexed filing ranks as it did."""
+    return uuid.uuid5(_POINT_ID_NAMESPACE, schema.without_run(str(doc.id))).bytes
 
 
 class FilingCache:
@@ -266,7 +289,7 @@ class FilingCache:
                 vectors.setdefault(fid, {})[doc.id] = np.asarray(doc.embedding, dtype=np.float32)
             docs.setdefault(fid, []).append(replace(doc, embedding=None))
         for fid in filing_ids:
-            docs[fid] = _one_run(fid, docs[fid])
+            docs[fid] = sorted(one_run(fid, docs[fid]), key=_node_order)
         return {
             fid: FilingEntry(
                 fid,

@@ -62,7 +62,8 @@ def test_index_twice_same_count_and_bad_files_reported(tmp_path, fixtures, capsy
     # the store is still usable and holds both good filings
     assert main(["inspect", "--store", str(store_dir), "--json"]) == 0
     profiles = json.loads(capsys.readouterr().out)
-    assert [p["filing_id"] for p in profiles] == ["copy", "pepsico-8k-2023-05-05"]
+    # filing ids from the covers, not the file names
+    assert [p["filing_id"] for p in profiles] == ["best-buy_10-Q_FY2024-Q2", "pepsico_8-K_2023-05-03"]
     assert profiles[0]["form"] == "10-Q"
     assert [it["item"] for it in profiles[0]["items"]][:3] == ["cover", "I-1", "I-2"]
     assert set(profiles[0]) == {
@@ -74,7 +75,10 @@ def test_index_twice_same_count_and_bad_files_reported(tmp_path, fixtures, capsy
         "n_pages",
         "n_chunks_by_modality",
         "items",
+        "skipped_pages",
+        "unfinished_run",
     }
+    assert (profiles[0]["skipped_pages"], profiles[0]["unfinished_run"]) == ([], None)
 
 
 @pytest.mark.integration

@@ -85,7 +85,10 @@ class FilingSplitter:
 
     Every chunk carries the provenance contract: ``filing_id, company, form, period, item, item_title,
     section_path, page_numbers, modality, table_id, source_path`` (plus ``node_type="chunk"``, ``part``,
-    ``fiscal_year``, ``context``). Ids are deterministic (``<filing_id>#chunk-00012``), so re-indexing replaces.
+    ``fiscal_year``, ``context``). Ids are deterministic and carry the indexing run (``<filing_id>#<run>/chunk-00012``,
+    the run a hash of the content and the parameters): re-indexing the same filing rewrites the same nodes, a changed
+    one is written as a new run next to the old (``FilingWriter`` switches to it and deletes the old). The filing
+    node also records the source file's ``source_sha256`` and the ``skipped_pages`` the converter reports.
     With ``graph_meta`` (default) every chunk also carries its filing-graph entities and outgoing edges
     (``graph_entities``, ``graph_edges``, ``graph_version``, ``graph_lexicon``; ``core/graph/build.py``), so that
     ``GraphExpander`` rebuilds a filing's graph without re-reading its text.
@@ -283,7 +286,7 @@ class FilingSplitter:
         chunks = [self._chunk_document(meta, rec, i, run_id) for i, rec in enumerate(structure.chunks)]
         if self.graph_meta:
             self._add_graph_meta(chunks, str(meta[schema.FILING_ID]), n_pages)
-        return chunks, self._filing_node(meta, structure, n_pages, run_id)
+        return chunks, self._filing_node(meta, structure, n_pages, run_id, doc.meta)
 
     def _add_graph_meta(self, chunks: list[Document], filing_id: str, n_pages: int) -> None:
         assert self._lexicon is not None
@@ -316,6 +319,9 @@ class FilingSplitter:
         # Deterministic per (content, parameters): identical re-indexing rewrites the same nodes; a changed
         # filing or changed parameters get a new run id and the writer deletes the previous run's leftovers.
         h = hashlib.sha256()
+        # Node ids carry the run: a run id of a store written when they did not must never come back, or a
+        # re-index would add run-scoped ids next to the old ones under the same run instead of replacing them.
+        h.update(b"run-scoped-ids/")
         h.update(json.dumps(sorted((k, str(v)) for k, v in meta.items())).encode())
         h.update(
             f"{self.chunk_tokens}/{self.overlap_tokens}/{self.max_table_rows}/{self.include_images}/"
@@ -367,9 +373,12 @@ class FilingSplitter:
                 )
                 if kind:
                     chunk_meta[schema.STATEMENT] = kind
-        return Document(id=schema.chunk_id(str(meta[schema.FILING_ID]), index), content=rec.content, meta=chunk_meta)
+        node_id = schema.chunk_id(str(meta[schema.FILING_ID]), index, run_id)
+        return Document(id=node_id, content=rec.content, meta=chunk_meta)
 
-    def _filing_node(self, meta: dict[str, Any], structure: FilingStructure, n_pages: int, run_id: str) -> Document:
+    def _filing_node(
+        self, meta: dict[str, Any], structure: FilingStructure, n_pages: int, run_id: str, source: dict[str, Any]
+    ) -> Document:
         by_modality = {m.value: 0 for m in Modality}
         for c in structure.chunks:
             by_modality[c.modality] += 1
@@ -401,6 +410,8 @@ class FilingSplitter:
             items=items,
             n_chunks_by_modality=by_modality,
             index_run=run_id,
+            source_sha256=str(source.get(schema.SOURCE_SHA256) or ""),
+            skipped_pages=[int(p) for p in source.get(schema.SKIPPED_PAGES) or ()],
         )
         if self.term_stats and self._lexicon is not None:
             counts: dict[str, dict[str, int]] = {}

@@ -100,11 +100,12 @@ class TreeBuilder:
     LLM instead (bottom-up: upper nodes summarise their children's summaries); a failed call or an unusable reply
     falls back to the extractive text for that node only.
 
-    Node ids are deterministic: ``<filing_id>#tree-<item>-s<level>-<j>`` and ``...-q<level>-<j>``; the root is level
-    0. Tree meta follows Haystack's HierarchicalDocumentSplitter (``__level``, ``__parent_id``, ``__children_ids``,
-    ``__block_size``), so ``AutoMergingRetriever`` can merge chunks into summary nodes. The chunks are returned too,
-    as copies with ``__parent_id`` (their main bottom-level summary node), ``tree_parent_ids`` (all of them),
-    ``__level`` and ``__block_size``. Documents that are not chunks pass through unchanged.
+    Node ids are deterministic: ``<filing_id>#<run>/tree-<item>-s<level>-<j>`` and ``...-q<level>-<j>`` (``<run>``:
+    the chunks' indexing run); the root is level 0. Tree meta follows Haystack's HierarchicalDocumentSplitter
+    (``__level``, ``__parent_id``, ``__children_ids``, ``__block_size``), so ``AutoMergingRetriever`` can merge
+    chunks into summary nodes. The chunks are returned too, as copies with ``__parent_id`` (their main bottom-level
+    summary node), ``tree_parent_ids`` (all of them), ``__level`` and ``__block_size``. Documents that are not
+    chunks pass through unchanged.
 
     Usage example:
     ```python
@@ -290,8 +291,10 @@ class TreeBuilder:
         )
         leaves = _LeafFacts(chunks, self._lexicon)
 
+        run = str(chunks[0].meta.get(schema.INDEX_RUN) or "")  # tree nodes belong to their chunks' run
+
         def node_id(node: TreeNode, kind: str) -> str:
-            return schema.tree_node_id(filing_id, item, kind, node.level, node.index)
+            return schema.tree_node_id(filing_id, item, kind, node.level, node.index, run)
 
         texts = self._node_texts(topology, leaves, chunks, embeddings)
         first = chunks[0].meta

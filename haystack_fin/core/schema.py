@@ -16,6 +16,10 @@ class NodeType(StrEnum):
     SUMMARY = "summary"
     QUESTION = "question"
     FILING = "filing"
+    # A write in progress (FilingWriter): written before a new indexing run's nodes, deleted once the filing node
+    # names that run and the previous run is gone; one left in the store marks a write that was interrupted. It
+    # has no vector and carries the filing's ``filing_id``, so readers of a filing's nodes must leave it out.
+    PENDING = "pending"
 
 
 class Modality(StrEnum):
@@ -63,6 +67,10 @@ TABLE_JSON = "table"
 TABLE_BLOCK = "table_block"  # a table block's position inside its table (core/ingest/structure.py)
 STATEMENT = "statement"  # a primary-statement table's kind ("balance_sheet", ...; core/statements.py)
 INDEX_RUN = "index_run"
+# A filing node's source file: sha256 of its bytes as read (a gzipped file: of the compressed bytes), and the pages
+# left out because they have no text layer and OCR is not installed (1-based).
+SOURCE_SHA256 = "source_sha256"
+SKIPPED_PAGES = "skipped_pages"
 # Chunks read by OCR from scanned pages (core/ingest/ocr.py): the flag, the mean recognition confidence (0-1), and the
 # numbers that fail the plausibility check, as [token, reason] (text) or [row, col, text, reason] (table blocks,
 # row indexing meta["table"]["rows"]).
@@ -150,26 +158,63 @@ def node_type_filter(node_type: NodeType) -> dict[str, Any]:
 
 
 # --- node ids -------------------------------------------------------------------------------------------------------
-# Ids are deterministic so that re-indexing a filing overwrites its nodes; these builders and parsers are the only
-# place that spells them. Every id starts with "<filing_id>#".
+# Ids are deterministic so that re-indexing the same filing with the same run rewrites the same nodes; these builders
+# and parsers are the only place that spells them. Every id starts with "<filing_id>#". Nodes written by an indexing
+# run carry the run in their id ("<filing_id>#<run>/chunk-00012"): a re-index writes a new run next to the old one
+# instead of over it, so that a write killed half-way never leaves a filing with part of its nodes replaced. Ids
+# without a run ("<filing_id>#chunk-00012") are those of stores written before, read the same way. The filing node
+# has no run in its id: it is the one node a re-index overwrites, last, to switch readers to the new run.
 
-_CHUNK_ID = re.compile(r"^(?P<filing>.*)#chunk-(?P<index>\d+)$")
+_RUN_PREFIX = r"(?:(?P<run>[^#/]+)/)?"
+_CHUNK_ID = re.compile(r"^(?P<filing>.*)#" + _RUN_PREFIX + r"chunk-(?P<index>\d+)$")
+_RUN_OF = re.compile(r"#(?P<run>[^#/]+)/[^#/]*$")
 
 
-def chunk_id(filing_id: str, index: int) -> str:
-    """``"<filing_id>#chunk-00012"``: the ``index``-th chunk of the filing in reading order."""
-    return f"{filing_id}#chunk-{index:05d}"
+def _in_run(run: str) -> str:
+    if "/" in run or "#" in run:
+        raise ValueError(f"an index run cannot contain '/' or '#', got {run!r}")
+    return f"{run}/" if run else ""
+
+
+def chunk_id(filing_id: str, index: int, run: str = "") -> str:
+    """``"<filing_id>#<run>/chunk-00012"``: the ``index``-th chunk of the filing in reading order, in indexing run
+    ``run`` (``"<filing_id>#chunk-00012"`` without one)."""
+    return f"{filing_id}#{_in_run(run)}chunk-{index:05d}"
 
 
 def parse_chunk_id(node_id: str) -> tuple[str, int] | None:
-    """``(filing_id, index)`` of a chunk id, None for any other id."""
+    """``(filing_id, index)`` of a chunk id (with or without a run), None for any other id."""
     m = _CHUNK_ID.match(node_id)
     return (m.group("filing"), int(m.group("index"))) if m else None
+
+
+def sibling_chunk_id(node_id: str, index: int) -> str | None:
+    """The id of chunk ``index`` of the same filing and indexing run as chunk id ``node_id`` (None: not a chunk
+    id)."""
+    m = _CHUNK_ID.match(node_id)
+    return chunk_id(m.group("filing"), index, m.group("run") or "") if m else None
+
+
+def run_of_node_id(node_id: str) -> str:
+    """The indexing run a node id carries ("" for ids without one: filing nodes, stores written before)."""
+    m = _RUN_OF.search(node_id)
+    return m.group("run") if m else ""
+
+
+def without_run(node_id: str) -> str:
+    """The id a node had before ids carried the run (``"<filing_id>#chunk-00012"``); other ids unchanged."""
+    m = _RUN_OF.search(node_id)
+    return node_id[: m.start("run")] + node_id[m.end("run") + 1 :] if m else node_id
 
 
 def filing_node_id(filing_id: str) -> str:
     """``"<filing_id>#filing"``: the filing's one filing node."""
     return f"{filing_id}#filing"
+
+
+def pending_node_id(filing_id: str) -> str:
+    """``"<filing_id>#pending"``: the marker of a write of the filing in progress (``NodeType.PENDING``)."""
+    return f"{filing_id}#pending"
 
 
 def table_id(filing_id: str, number: int) -> str:
@@ -188,9 +233,10 @@ def entity_node_id(filing_id: str, item: str, key: str) -> str:
     return f"{filing_id}#entity-{item}-{key}"
 
 
-def tree_node_id(filing_id: str, item: str, kind: str, level: int, index: int) -> str:
-    """``"<filing_id>#tree-<item>-<kind><level>-<index>"``; ``kind`` is "s" (summary tree) or "q" (question tree)."""
-    return f"{filing_id}#tree-{item}-{kind}{level}-{index}"
+def tree_node_id(filing_id: str, item: str, kind: str, level: int, index: int, run: str = "") -> str:
+    """``"<filing_id>#<run>/tree-<item>-<kind><level>-<index>"``; ``kind`` is "s" (summary tree) or "q" (question
+    tree); without ``run``: ``"<filing_id>#tree-..."``."""
+    return f"{filing_id}#{_in_run(run)}tree-{item}-{kind}{level}-{index}"
 
 
 def filing_id_of(node_id: str) -> str:
@@ -257,6 +303,8 @@ class FilingNode:
     items: list[FilingItem] = field(default_factory=list)
     n_chunks_by_modality: dict[str, int] = field(default_factory=dict)
     index_run: str = ""
+    source_sha256: str = ""  # "" for nodes written before it was recorded
+    skipped_pages: list[int] = field(default_factory=list)  # pages without a text layer left out (no OCR)
     # {item: {lexicon cluster id: count}} and {item: total}; None when indexed without term statistics.
     item_term_counts: dict[str, dict[str, int]] | None = None
     item_term_totals: dict[str, int] | None = None
@@ -288,6 +336,10 @@ class FilingNode:
         meta[ITEMS] = [dict(it) for it in self.items]
         meta[N_CHUNKS_BY_MODALITY] = dict(self.n_chunks_by_modality)
         meta[INDEX_RUN] = self.index_run
+        if self.source_sha256:
+            meta[SOURCE_SHA256] = self.source_sha256
+        if self.skipped_pages:
+            meta[SKIPPED_PAGES] = list(self.skipped_pages)
         if self.item_term_counts is not None:
             meta[ITEM_TERM_COUNTS] = self.item_term_counts
         if self.item_term_totals is not None:
@@ -318,6 +370,8 @@ class FilingNode:
             items=[_item_from_meta(it) for it in meta.get(ITEMS) or ()],
             n_chunks_by_modality={str(k): int(v) for k, v in (meta.get(N_CHUNKS_BY_MODALITY) or {}).items()},
             index_run=str(meta.get(INDEX_RUN) or ""),
+            source_sha256=str(meta.get(SOURCE_SHA256) or ""),
+            skipped_pages=[p for p in (_as_int(v) for v in meta.get(SKIPPED_PAGES) or ()) if p is not None],
             item_term_counts=(
                 {str(item): {str(c): int(n) for c, n in by.items()} for item, by in counts.items()}
                 if isinstance(counts, Mapping)

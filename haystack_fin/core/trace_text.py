@@ -12,8 +12,9 @@ MAX_REASONS = 3
 
 
 def _short_node(node_id: str) -> str:
-    """``BBY#tree-I-2-s1-0`` -> ``s1-0``; ``BBY#chunk-00086`` -> ``chunk-00086``."""
-    tail = node_id.rsplit("#", 1)[-1]
+    """``BBY#<run>/tree-I-2-s1-0`` -> ``s1-0``; ``BBY#<run>/chunk-00086`` -> ``chunk-00086`` (ids without a run
+    alike)."""
+    tail = node_id.rsplit("#", 1)[-1].split("/", 1)[-1]
     if tail.startswith("tree-"):
         return tail.rsplit("-", 2)[-2] + "-" + tail.rsplit("-", 1)[-1]
     return tail

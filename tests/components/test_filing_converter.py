@@ -46,6 +46,7 @@ class TestFilingConverter:
             "ocr": True,
             "ocr_figures": True,
             "backend": "native",
+            "max_decompressed_mb": 512,
         }
         assert FilingConverter.from_dict(data).table_finder == "none"
         assert FilingConverter.from_dict(FilingConverter(backend="docling").to_dict()).backend == "docling"
@@ -55,7 +56,7 @@ class TestFilingConverter:
         result = FilingConverter().run(sources=[fixtures / "bestbuy-10q-2023-07-29.pdf"])
         assert result["failures"] == []
         doc = result["documents"][0]
-        assert doc.meta[schema.FILING_ID] == "bestbuy-10q-2023-07-29"
+        assert doc.meta[schema.FILING_ID] == "best-buy_10-Q_FY2024-Q2"  # from the cover, not the file name
         assert doc.meta[schema.FORM] == "10-Q"
         assert doc.meta[schema.FISCAL_YEAR] == 2024 and doc.meta[schema.FISCAL_QUARTER] == 2
         assert doc.meta[schema.N_PAGES] == 30

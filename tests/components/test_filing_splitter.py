@@ -44,7 +44,10 @@ class TestFilingSplitter:
         for chunk in chunks:
             assert set(schema.PROVENANCE_FIELDS) <= chunk.meta.keys()
             assert chunk.meta[schema.NODE_TYPE] == "chunk"
-            assert chunk.meta[schema.FILING_ID] == "bestbuy-10q-2023-07-29"
+            assert chunk.meta[schema.FILING_ID] == "best-buy_10-Q_FY2024-Q2"
+            assert chunk.id == schema.chunk_id(
+                "best-buy_10-Q_FY2024-Q2", chunk.meta[schema.CHUNK_INDEX], chunk.meta[schema.INDEX_RUN]
+            )
             assert chunk.meta[schema.FORM] == "10-Q" and chunk.meta[schema.PERIOD] == "FY2024 Q2"
             assert all(1 <= p <= 30 for p in chunk.meta[schema.PAGE_NUMBERS]) and chunk.meta[schema.PAGE_NUMBERS]
             assert chunk.meta[schema.SECTION_PATH][0].startswith(("Part", "Cover"))
@@ -231,7 +234,9 @@ def test_graph_meta_is_stored_and_changes_nothing_else(bestbuy_filing, bestbuy_s
     assert node_on.meta[schema.INDEX_RUN] != node_off.meta[schema.INDEX_RUN]
     assert {d.meta[schema.INDEX_RUN] for d in on} == {node_on.meta[schema.INDEX_RUN]}
     embedder = FinDocumentEmbedder(meta_fields_to_embed=["table_summary", "context"])
-    assert [d.id for d in on] == [d.id for d in off]
+    # The same chunks, each under its run's id.
+    assert [schema.parse_chunk_id(d.id) for d in on] == [schema.parse_chunk_id(d.id) for d in off]
+    assert {schema.run_of_node_id(d.id) for d in off} == {node_off.meta[schema.INDEX_RUN]}
     for a, b in zip(on, off, strict=True):
         assert a.content == b.content
         assert embedder._text_to_embed(a) == embedder._text_to_embed(b)
@@ -239,9 +244,10 @@ def test_graph_meta_is_stored_and_changes_nothing_else(bestbuy_filing, bestbuy_s
         assert rest == {k: v for k, v in b.meta.items() if k != schema.INDEX_RUN}
     lexicon = Lexicon.load_default()
 
-    def dicts(docs):
-        return [{"id": d.id, "content": d.content, "meta": d.meta} for d in docs]
+    def dicts(docs, ids):
+        return [{"id": i, "content": d.content, "meta": d.meta} for i, d in zip(ids, docs, strict=True)]
 
-    stored, extracted = build_filing_graph(dicts(on), lexicon), build_filing_graph(dicts(off), lexicon)
+    ids = [d.id for d in on]  # the graphs compared node for node
+    stored, extracted = build_filing_graph(dicts(on, ids), lexicon), build_filing_graph(dicts(off, ids), lexicon)
     assert stored.from_meta and not extracted.from_meta
     assert graph_signature(stored) == graph_signature(extracted)

@@ -100,4 +100,6 @@ def test_filing_node_is_written_after_every_other_node():
 
     store.write_documents = recording  # type: ignore[method-assign]  # spy on the write order
     FilingWriter(document_store=store).run(*_nodes("run1", 3))
-    assert written[-1] == "acme-10k#filing" and len(written) == 4
+    # The pending marker first, the filing node last; the marker is gone once the write is done.
+    assert written[0] == "acme-10k#pending" and written[-1] == "acme-10k#filing" and len(written) == 5
+    assert {d.id for d in store.filter_documents()} == {*written[1:]}

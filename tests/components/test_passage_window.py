@@ -26,14 +26,19 @@ FID = "bestbuy-10q-2023-07-29"
 BIG = 100_000  # a word budget that never binds
 
 
+_RUN: list[str] = []  # the fixture's indexing run (chunk ids carry it), set by ``chunks``
+
+
 def cid(i: int) -> str:
-    return f"{FID}#chunk-{i:05d}"
+    return schema.chunk_id(FID, i, _RUN[0])
 
 
 @pytest.fixture(scope="module")
 def chunks() -> dict[str, Document]:
-    filing = FilingConverter().run(sources=[FIXTURE])["documents"]
-    return {d.id: d for d in FilingSplitter().run(documents=filing)["documents"]}
+    filing = FilingConverter().run(sources=[FIXTURE], meta={schema.FILING_ID: FID})["documents"]
+    docs = FilingSplitter().run(documents=filing)["documents"]
+    _RUN[:] = [docs[0].meta[schema.INDEX_RUN]]
+    return {d.id: d for d in docs}
 
 
 class ByIdStore(InMemoryDocumentStore):

@@ -150,7 +150,9 @@ class TestTreeBuilder:
         for node in nodes:
             meta = node.meta
             kind = "s" if meta["node_type"] == "summary" else "q"
-            assert node.id == f"acme-10k-2015#tree-{meta['item']}-{kind}{meta['__level']}-{node.id.rsplit('-', 1)[1]}"
+            assert node.id == (
+                f"acme-10k-2015#run-1/tree-{meta['item']}-{kind}{meta['__level']}-{node.id.rsplit('-', 1)[1]}"
+            )
             assert docs[meta["twin_id"]].meta["twin_id"] == node.id
             item_chunk = next(c for c in chunks if c.meta["item"] == meta["item"])
             for key in ("filing_id", "company", "form", "period", "fiscal_year", "item", "item_title", "index_run"):
@@ -183,7 +185,7 @@ class TestTreeBuilder:
         docs = {d.id: d for d in result["documents"]}
         roots = [d for d in tree_nodes(result["documents"]) if d.meta["__parent_id"] is None]
         assert sorted(r.id for r in roots) == sorted(
-            f"acme-10k-2015#tree-{item}-{kind}0-0" for item in ("7", "1A", "3") for kind in ("s", "q")
+            f"acme-10k-2015#run-1/tree-{item}-{kind}0-0" for item in ("7", "1A", "3") for kind in ("s", "q")
         )
         for root in roots:
             reached, frontier = set(), [root.id]
@@ -236,7 +238,7 @@ class TestTreeBuilder:
     def test_small_item_gets_a_root_over_its_chunks(self):
         nodes = tree_nodes(builder().run(documents=make_chunks())["documents"])
         item3 = [n for n in nodes if n.meta["item"] == "3"]
-        assert [n.id for n in item3] == ["acme-10k-2015#tree-3-s0-0", "acme-10k-2015#tree-3-q0-0"]
+        assert [n.id for n in item3] == ["acme-10k-2015#run-1/tree-3-s0-0", "acme-10k-2015#run-1/tree-3-q0-0"]
         assert item3[0].meta["__children_ids"] == item3[1].meta["__children_ids"] == ["acme-10k-2015#chunk-00042"]
 
     def test_contents_bounded_and_deterministic(self):
@@ -263,7 +265,12 @@ class TestTreeBuilder:
         result = builder().run(documents=docs)
         assert result["documents"][10] is filing_node
         roots = [d.id for d in tree_nodes(result["documents"]) if d.meta["__parent_id"] is None]
-        assert sorted(roots) == ["a-10k#tree-7-q0-0", "a-10k#tree-7-s0-0", "b-10k#tree-7-q0-0", "b-10k#tree-7-s0-0"]
+        assert sorted(roots) == [
+            "a-10k#run-1/tree-7-q0-0",
+            "a-10k#run-1/tree-7-s0-0",
+            "b-10k#run-1/tree-7-q0-0",
+            "b-10k#run-1/tree-7-s0-0",
+        ]
 
     def test_embed_summaries(self):
         nodes = tree_nodes(builder(embed_summaries=True).run(documents=make_chunks())["documents"])

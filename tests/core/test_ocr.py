@@ -130,7 +130,13 @@ def _scan_low_res(doc: pymupdf.Document, pno: int) -> bytes:
     return out.tobytes()
 
 
-def test_missing_extra_fails_the_file_with_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_extra_leaves_scanned_pages_out_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without the [ocr] extra one scanned page must not cost the whole filing: the page is left out, named in one
+    warning with the extra, and recorded on the filing node; a filing with no text at all still fails in one
+    line."""
+
     def no_rapidocr() -> None:
         raise ImportError("No module named 'rapidocr_onnxruntime'")
 
@@ -143,16 +149,57 @@ def test_missing_extra_fails_the_file_with_one_line(monkeypatch: pytest.MonkeyPa
     out.select([0, 1])  # two text pages, then a scanned one
     out.insert_pdf(pymupdf.open(stream=_scan_low_res(doc, TEXT_PAGE), filetype="pdf"))
     out.save(path)
-    with pytest.raises(FilingParseError) as err:
-        parse_pdf_filing(path)
-    expected = f"{path}: page 3 has no text layer; install haystack-fin[ocr] to OCR scanned pages"
-    assert str(err.value) == expected
+    with caplog.at_level("WARNING"):
+        parsed = parse_pdf_filing(path)
+    assert parsed.n_pages == 3 and parsed.skipped_pages == [3] and parsed.page_texts[2] == ""
+    assert not any(3 in e.pages for e in parsed.elements)  # not even a figure chunk for the scan's image
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"{path}: page 3 has no text layer and was left out; install haystack-fin[ocr] to OCR scanned pages"
+    ]
     result = FilingConverter().run(sources=[path])
-    assert result["documents"] == []
-    assert result["failures"] == [{"source": str(path), "error": expected}]
-    # With OCR switched off the scanned page is left empty and the text pages are indexed.
+    assert result["failures"] == [] and result["documents"][0].meta[schema.SKIPPED_PAGES] == [3]
+    node = FilingSplitter().run(documents=result["documents"])["filing_nodes"][0]
+    assert schema.FilingNode.from_meta(node.meta).skipped_pages == [3]
+    # With OCR switched off the scanned page is left empty, and not reported: the caller chose it.
     parsed = parse_pdf_filing(path, ocr=False)
-    assert parsed.n_pages == 3 and parsed.page_texts[2] == ""
+    assert parsed.n_pages == 3 and parsed.page_texts[2] == "" and parsed.skipped_pages == []
+    # Nothing but scans: one line naming the extra.
+    scans = tmp_path / "scans.pdf"
+    only = pymupdf.open(stream=_scan_low_res(doc, TEXT_PAGE), filetype="pdf")
+    only.insert_pdf(pymupdf.open(stream=_scan_low_res(doc, HEADING_PAGE), filetype="pdf"))
+    only.save(scans)
+    with pytest.raises(FilingParseError) as err:
+        parse_pdf_filing(scans)
+    expected = f"{scans}: no extractable text: no page has a text layer; install haystack-fin[ocr] to OCR scanned pages"
+    assert str(err.value) == expected
+    assert FilingConverter().run(sources=[scans])["failures"] == [{"source": str(scans), "error": expected}]
+
+
+def test_a_page_is_rendered_for_ocr_within_the_pixel_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PDF page can be 200 x 200 inches: 1.6 billion pixels at 200 dpi. Its render is capped like a figure's."""
+
+    class Rendered(Exception):
+        pass
+
+    requested: list[float] = []
+
+    def record(page: pymupdf.Page, *args: object, dpi: int = 72, clip: object = None, **kwargs: object) -> None:
+        rect = page.rect if clip is None else pymupdf.Rect(clip)
+        requested.append(rect.width * dpi / 72 * rect.height * dpi / 72)
+        raise Rendered  # the size is what is checked; the render itself is not needed
+
+    monkeypatch.setattr(ocr, "get_engine", lambda: object())
+    monkeypatch.setattr(pymupdf.Page, "get_pixmap", record)
+    huge = pymupdf.open()
+    page = huge.new_page(width=4000, height=4000)  # 55 x 55 inches: 123 million pixels at 200 dpi
+    with pytest.raises(Rendered):
+        ocr.ocr_page(page)
+    letter = huge.new_page(width=612, height=792)
+    with pytest.raises(Rendered):
+        ocr.ocr_page(letter)
+    assert requested[0] <= 16e6  # whatever the cap's exact value: not the 123 MP of 200 dpi
+    assert requested[0] <= ocr.PAGE_MAX_PIXELS
+    assert requested[1] == pytest.approx(8.5 * 11 * 200 * 200)  # a real page keeps the recognition resolution
 
 
 def _letter_runs(words: list[str], letter: int, gap: int, space: int) -> tuple[list[tuple[int, int]], list[float]]:

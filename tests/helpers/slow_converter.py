@@ -1,6 +1,7 @@
 """A test-only converter for tests/test_indexing_runner.py: FilingConverter, except that a source whose file name
-starts with "hang" sleeps for an hour and one starting with "crash" kills its process, as a pathological filing
-would. Importable by the runner's spawned workers (they get the parent's sys.path)."""
+starts with "hang" sleeps for an hour, one starting with "crash" kills its process and one starting with "hog"
+allocates 6 GB, as a pathological filing would. Importable by the runner's spawned workers (they get the parent's
+sys.path)."""
 
 import os
 import time
@@ -12,6 +13,7 @@ from haystack import Document, component
 from haystack_fin.components.filing_converter import FilingConverter
 
 CRASH_EXIT_CODE = 3
+HOG_BYTES = 6 << 30
 
 
 @component
@@ -30,4 +32,7 @@ class SlowConverter:
                 time.sleep(3600)
             if name.startswith("crash"):
                 os._exit(CRASH_EXIT_CODE)
+            if name.startswith("hog"):
+                hog = bytearray(HOG_BYTES)  # zero-filled: all of it is touched, as a decompression bomb would
+                del hog
         return self._inner.run(sources=sources, meta=meta)

@@ -124,6 +124,8 @@ class ParsedFiling:
     elements: list[Element]
     page_texts: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    # Pages without a text layer that were left out because OCR is not installed (1-based).
+    skipped_pages: list[int] = field(default_factory=list)
 
 
 class FilingParseError(ValueError):

@@ -47,6 +47,10 @@ OCR_EXTRA_HINT = "install haystack-fin[ocr] to OCR scanned pages"
 # Recognition resolution. Measured on 12 pages of the committed fixtures (benchmarks/bench_ocr.py): 200 dpi
 # reads 8 pt text (word recall 0.92 on an 8 pt page) where detection at 150 dpi merges its lines (0.75).
 DEFAULT_DPI = 200
+# A page is rendered for OCR at the recognition resolution, or lower so that it holds at most this many pixels: a
+# page's size is whatever the PDF says (up to 200 x 200 inches: 1.6 billion pixels at 200 dpi, 5 GB in the
+# detector's RGB copy). Letter at 200 dpi is 3.7 MP, tabloid 7.5 MP, so real filing pages keep 200 dpi.
+PAGE_MAX_PIXELS = 12_000_000
 # A page "has no text layer" when it holds fewer than this many non-space characters...
 MIN_TEXT_CHARS = 20
 # ...and an image covering at least this share of the page.
@@ -151,6 +155,12 @@ def needs_ocr(page: pymupdf.Page, n_text_chars: int) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 # Image helpers
 # ---------------------------------------------------------------------------------------------------------------
+
+
+def page_render_dpi(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> int:
+    """``dpi``, or less so that a ``width_pt`` x ``height_pt`` page renders to at most ``max_pixels`` pixels."""
+    area_in = max(width_pt * height_pt, 1.0) / (72.0 * 72.0)
+    return max(1, int(min(dpi, (max_pixels / area_in) ** 0.5)))
 
 
 def _render_gray(page: pymupdf.Page, dpi: int) -> np.ndarray:
@@ -374,11 +384,12 @@ def ocr_page(page: pymupdf.Page, dpi: int = DEFAULT_DPI) -> OcrPage:
     """OCR one page into PyMuPDF-style word tuples (PDF points) and lines.
 
     :param page: the page (its rendering is what is read, whatever the page holds).
-    :param dpi: recognition resolution.
+    :param dpi: recognition resolution; lower for a page larger than ``PAGE_MAX_PIXELS`` at that resolution.
     :raises OcrUnavailableError: the ``[ocr]`` extra is not installed.
     """
     engine = get_engine()
     start = time.perf_counter()
+    dpi = page_render_dpi(page.rect.width, page.rect.height, dpi, PAGE_MAX_PIXELS)
     gray = _render_gray(page, dpi)
     # Detection runs on the same rendering: at 150 dpi or less it merges the lines of 8 pt text set on 9 pt
     # leading into one box (bestbuy page 24: word recall 0.92 at 200 dpi, 0.75 with detection at 150 dpi).
@@ -506,8 +517,7 @@ def ocr_figure(
     engine = get_engine()
     start = time.perf_counter()
     x0, y0, x1, y1 = bbox
-    area_in = max((x1 - x0) * (y1 - y0), 1.0) / (72.0 * 72.0)
-    dpi = int(min(dpi, (FIGURE_MAX_PIXELS / area_in) ** 0.5))
+    dpi = page_render_dpi(x1 - x0, y1 - y0, dpi, FIGURE_MAX_PIXELS)
     pix = page.get_pixmap(dpi=dpi, clip=pymupdf.Rect(bbox), colorspace=pymupdf.csGRAY, alpha=False)
     gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.stride)[:, : pix.width]
     boxes, _ = engine.text_det(np.repeat(gray[:, :, None], 3, axis=2))

@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pymupdf
 
@@ -395,29 +395,34 @@ def parse_pdf_filing(
     :param extract_images: emit image elements: raster images and vector charts (``core.ingest.figures``), with
         bbox, caption, introducing paragraph and labels; a chart's words then leave the running text.
     :param ocr: OCR pages without a text layer, and the text inside raster figures (needs the ``[ocr]`` extra;
-        without it scans fail and figures go without OCR text); when False scans are left empty.
-    :param ocr_dpi: rendering resolution for OCR.
+        without it such pages are left out and listed in ``ParsedFiling.skipped_pages``, and figures go without OCR
+        text); when False scans are left empty.
+    :param ocr_dpi: rendering resolution for OCR (lower for a page too large for ``ocr.PAGE_MAX_PIXELS``).
     :param ocr_figures: also OCR raster figures (when ``ocr`` is on and the extra is installed; 2-6 s a figure).
-    :raises FilingParseError: the file is not a PDF, is encrypted, is empty or has no extractable text, or a page
-        needs OCR and the ``[ocr]`` extra is not installed.
+    :raises FilingParseError: the file is not a PDF, is encrypted, is empty or has no extractable text (every page
+        without a text layer and OCR not installed included).
     """
     name = str(source)
     doc = _open(source, data)
     elements: list[Element] = []
     page_texts: list[str] = []
     try:
-        page_lines = []
+        page_lines: list[list[_Line]] = []
         page_raw: list[list[_Line]] = []
         ocr_pages: dict[int, ocr_engine.OcrPage] = {}
+        skipped: list[int] = []
         for index, page in enumerate(doc.pages()):
             raw, lines = _split_lines(page)
             if ocr and ocr_engine.needs_ocr(page, sum(len(ln.text) - ln.text.count(" ") for ln in lines)):
                 try:
                     result = ocr_engine.ocr_page(page, dpi=ocr_dpi)
                 except ocr_engine.OcrUnavailableError:
-                    raise FilingParseError(
-                        name, f"page {index + 1} has no text layer; {ocr_engine.OCR_EXTRA_HINT}"
-                    ) from None
+                    # One scanned exhibit page must not cost the whole report: the page is left out and reported
+                    # (the converter's caller warns, the filing node lists it).
+                    skipped.append(index + 1)
+                    page_lines.append([])
+                    page_raw.append([])
+                    continue
                 ocr_pages[index] = result
                 # The few characters of a scan's text layer (a stamp, a page number) are in the image too.
                 lines = _ocr_lines(result, page.rect.width)
@@ -426,11 +431,15 @@ def parse_pdf_filing(
             page_raw.append(raw)
         if ocr_pages:
             logger.info("%s: %d page(s) read by OCR", name, len(ocr_pages))
+        if skipped:
+            logger.warning("%s: %s", name, skipped_pages_note(skipped))
         body_size = _body_font_size([ln for lines in page_lines for ln in lines])
         for index, page in enumerate(doc.pages()):
             page_no = index + 1
             lines = page_lines[index]
             page_texts.append("\n".join(ln.text for ln in lines))
+            if page_no in skipped:
+                continue  # left out whole: no figure chunk for the scan's page image either
             tables: list[DetectedTable] = []
             words: list[Word] = []
             scanned = ocr_pages.get(index)
@@ -494,7 +503,55 @@ def parse_pdf_filing(
     finally:
         doc.close()
     if not any(e.kind == "text" and e.text for e in elements) and not any(e.kind == "table" for e in elements):
-        reason = "no extractable text (empty PDF, or scanned pages where OCR found no text)"
-        raise FilingParseError(name, reason if ocr else "no extractable text (scanned or empty PDF; OCR is off)")
+        if skipped:
+            reason = f"no extractable text: no page has a text layer; {ocr_engine.OCR_EXTRA_HINT}"
+        elif ocr:
+            reason = "no extractable text (empty PDF, or scanned pages where OCR found no text)"
+        else:
+            reason = "no extractable text (scanned or empty PDF; OCR is off)"
+        raise FilingParseError(name, reason)
     logger.debug("Parsed %s: %d pages, %d elements", name, n_pages, len(elements))
-    return ParsedFiling(source_path=name, n_pages=n_pages, elements=elements, page_texts=page_texts, meta=pdf_meta)
+    return ParsedFiling(
+        source_path=name,
+        n_pages=n_pages,
+        elements=elements,
+        page_texts=page_texts,
+        meta=pdf_meta,
+        skipped_pages=skipped,
+    )
+
+
+def page_ranges(pages: Sequence[int]) -> str:
+    """``[3, 4, 5, 9]`` -> ``"3-5, 9"``."""
+    spans: list[list[int]] = []
+    for page in sorted(set(pages)):
+        if spans and spans[-1][1] == page - 1:
+            spans[-1][1] = page
+        else:
+            spans.append([page, page])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def skipped_pages_note(pages: Sequence[int]) -> str:
+    """The one-line warning for pages left out for want of OCR, naming them and the extra."""
+    one = len(pages) == 1
+    what = f"page {page_ranges(pages)} has" if one else f"pages {page_ranges(pages)} have"
+    return f"{what} no text layer and {'was' if one else 'were'} left out; {ocr_engine.OCR_EXTRA_HINT}"
+
+
+def cover_page_texts(
+    source: str | Path, data: bytes | None = None, max_pages: int = 15
+) -> tuple[list[str], dict[str, Any]]:
+    """The text of the first ``max_pages`` pages, line by line as ``parse_pdf_filing`` reads a page with a text
+    layer (no OCR, no tables: milliseconds a page), and the PDF's metadata: enough to tell which filing it is
+    (``filing_meta.detect_filing_meta``) without parsing it.
+
+    :raises FilingParseError: as ``parse_pdf_filing`` for a file that is not a readable PDF.
+    """
+    doc = _open(source, data)
+    try:
+        texts = ["\n".join(ln.text for ln in _page_lines(doc[i])) for i in range(min(max_pages, doc.page_count))]
+        meta = {k: v for k, v in (doc.metadata or {}).items() if v}
+    finally:
+        doc.close()
+    return texts, meta

@@ -9,8 +9,7 @@ within a word budget.
 import re
 from dataclasses import dataclass
 
-from haystack_fin.core.schema import chunk_id as make_chunk_id
-from haystack_fin.core.schema import parse_chunk_id
+from haystack_fin.core.schema import parse_chunk_id, sibling_chunk_id
 
 _TABLE_RULE = re.compile(r"^\|(?:\s*:?-{3,}:?\s*\|)+$")  # markdown's header separator "| --- | --- |"
 
@@ -27,18 +26,19 @@ class WindowPart:
 
 
 def chunk_index(chunk_id: str) -> int | None:
-    """Position of a chunk from its deterministic id ("<filing_id>#chunk-00012" -> 12)."""
+    """Position of a chunk from its deterministic id ("<filing_id>#<run>/chunk-00012" -> 12)."""
     parsed = parse_chunk_id(chunk_id)
     return parsed[1] if parsed else None
 
 
 def neighbour_ids(chunk_id: str, radius: int) -> list[str]:
-    """Ids of the ``radius`` chunks before and after ``chunk_id`` (not checked for existence)."""
+    """Ids of the ``radius`` chunks before and after ``chunk_id`` in its filing and indexing run (not checked for
+    existence)."""
     parsed = parse_chunk_id(chunk_id)
     if parsed is None:
         return []
-    filing_id, idx = parsed
-    return [make_chunk_id(filing_id, i) for i in range(max(0, idx - radius), idx + radius + 1) if i != idx]
+    idx = parsed[1]
+    return [str(sibling_chunk_id(chunk_id, i)) for i in range(max(0, idx - radius), idx + radius + 1) if i != idx]
 
 
 def table_body(text: str) -> str:
@@ -68,7 +68,7 @@ def build_window(core: WindowPart, neighbours: dict[str, WindowPart], radius: in
     parsed = parse_chunk_id(core.id)
     if parsed is None:
         return [core]
-    filing_id, idx = parsed
+    idx = parsed[1]
     words = len(core.text.split())
 
     def cost(part: WindowPart) -> int:  # another block of the core's table adds only its rows
@@ -82,7 +82,7 @@ def build_window(core: WindowPart, neighbours: dict[str, WindowPart], radius: in
             if (side == "after" and not open_after) or (side == "before" and not open_before):
                 continue
             j = idx + step if side == "after" else idx - step
-            part = neighbours.get(make_chunk_id(filing_id, j)) if j >= 0 else None
+            part = neighbours.get(str(sibling_chunk_id(core.id, j))) if j >= 0 else None
             if part is None or not _compatible(core, part) or words + cost(part) > max_words:
                 if side == "after":
                     open_after = False
