@@ -799,15 +799,22 @@ def test_reindex_while_queries_run_never_mixes_runs(bestbuy_store, tmp_path):
         new_text = {d.id: d.content for d in [*new_nodes, *filing_nodes]}
         write = store.write_documents
 
-        def slow_write(documents, policy=None):  # a write that takes a few seconds, as a large filing's does
+        questions = [QUESTION, "What were the restructuring charges?", "What was the gross profit rate?"]
+        results: list[tuple[str, list[Any]]] = []
+
+        def slow_write(documents, policy=None):  # a write that takes a while, as a large filing's does
             for start in range(0, len(documents), 8):
                 write(documents[start : start + 8], policy=policy)
                 time.sleep(0.1)
+                if start <= len(documents) // 2 < start + 8:
+                    # Half written: hold the write until three questions have been answered from this state, however
+                    # slow the machine (a fixed write time let a loaded machine answer fewer during the write).
+                    deadline = time.monotonic() + 300
+                    while sum(when == "during" for when, _ in results) < 3 and time.monotonic() < deadline:
+                        time.sleep(0.05)
             return len(documents)
 
         store.write_documents = slow_write
-        questions = [QUESTION, "What were the restructuring charges?", "What was the gross profit rate?"]
-        results: list[tuple[str, list[Any]]] = []
         errors: list[BaseException] = []
         done = threading.Event()
 
