@@ -143,7 +143,11 @@ def split_indexing_pipeline(
     return drop_components(data, write), drop_components(data, parse), crossing
 
 
-def _per_source(meta: dict[str, Any] | list[dict[str, Any]] | None, n: int) -> list[dict[str, Any] | None]:
+# The meta of a batch: one mapping for every source, or one per source (None: nothing given for that source).
+SourceMeta = dict[str, Any] | list[dict[str, Any]] | list[dict[str, Any] | None] | None
+
+
+def _per_source(meta: SourceMeta, n: int) -> list[dict[str, Any] | None]:
     if isinstance(meta, list):
         if len(meta) != n:
             raise ValueError(f"meta has {len(meta)} entries but there are {n} sources")
@@ -155,11 +159,11 @@ def _memory_line(source: str, limit_mb: int) -> str:
     return f"{source}: the parse worker ran out of memory (limit {limit_mb} MB; raise it with --worker-memory)"
 
 
-def _is_memory_error(exc: BaseException) -> bool:
+def _is_memory_error(exc: BaseException | None) -> bool:
     while exc is not None:
         if isinstance(exc, MemoryError):
             return True
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        exc = exc.__cause__ or exc.__context__
     return False
 
 
@@ -454,7 +458,7 @@ class ParseWorkerPool:
         if process.is_alive():
             process.kill()
             process.join()
-        code = process.exitcode
+        code: int | None = process.exitcode
         with contextlib.suppress(OSError):
             worker.conn.close()
         process.close()  # frees the sentinel fd; the process was joined above
@@ -474,7 +478,7 @@ class ParseWorkerPool:
     def parse(
         self,
         sources: list[str],
-        meta: dict[str, Any] | list[dict[str, Any]] | None = None,
+        meta: SourceMeta = None,
         timeout_s: float | None = 600,
     ) -> Iterator[ParseOutcome]:
         """Parse each source (one filing per pipeline run) and yield the outcomes in input order.
@@ -488,7 +492,7 @@ class ParseWorkerPool:
     def identify(
         self,
         sources: list[str],
-        meta: dict[str, Any] | list[dict[str, Any]] | None = None,
+        meta: SourceMeta = None,
         timeout_s: float | None = 600,
     ) -> Iterator[IdentifyOutcome]:
         """Which filing each source is (the parse stage's converter's ``identify``), in input order, under the
@@ -499,7 +503,7 @@ class ParseWorkerPool:
         self,
         kind: str,
         sources: list[str],
-        meta: dict[str, Any] | list[dict[str, Any]] | None,
+        meta: SourceMeta,
         timeout_s: float | None,
     ) -> Iterator[Any]:
         if self._closed:
@@ -571,7 +575,7 @@ class ParseWorkerPool:
         """Wait for a message, a worker's death or the nearest deadline, and handle what happened."""
         now = time.monotonic()
         deadlines = [
-            (w.task_started + timeout_s) if w.ready else (w.started + STARTUP_TIMEOUT_S)
+            (w.task_started + timeout_s) if w.ready and timeout_s is not None else (w.started + STARTUP_TIMEOUT_S)
             for w in self._workers
             if (w.task is not None and timeout_s is not None) or not w.ready
         ]
@@ -640,7 +644,7 @@ class ParseWorkerPool:
 def parse_filings(
     sources: list[str],
     pipeline_data: dict[str, Any],
-    meta: dict[str, Any] | list[dict[str, Any]] | None = None,
+    meta: SourceMeta = None,
     *,
     timeout_s: float | None = 600,
     workers: int = 1,
@@ -738,15 +742,15 @@ def _resolve_ids(
     """
     from haystack_fin.components.filing_writer import stored_filings
 
-    stored = {}
+    stored: dict[str, schema.FilingNode] = {}
     for store in stores:
-        for node in stored_filings(
+        for found in stored_filings(
             store,
             filing_ids=[i.filing_id for _, i, _ in identities],
             source_paths=[i.source for _, i, _ in identities],
             source_sha256s=[i.source_sha256 for _, i, _ in identities if i.source_sha256],
         ):
-            stored.setdefault(node.filing_id, node)
+            stored.setdefault(found.filing_id, found)
     ids: dict[int, str] = {}
     for index, identity, given in identities:
         fid = identity.filing_id
@@ -812,7 +816,7 @@ def _resolve_ids(
 def index_filings(
     sources: Iterable[str | os.PathLike[str]],
     pipeline_data: dict[str, Any],
-    meta: dict[str, Any] | list[dict[str, Any]] | None = None,
+    meta: SourceMeta = None,
     *,
     timeout_s: float | None = 600,
     workers: int = 1,

@@ -332,7 +332,7 @@ def create_app(service: FinService, options: ServeOptions) -> FastAPI:
             if chunk.content:
                 loop.call_soon_threadsafe(tokens.put_nowait, chunk.content)
 
-        future = slots.submit(
+        future: asyncio.Future[dict[str, Any]] = slots.submit(
             functools.partial(service.ask, question, k=k, streaming_callback=on_token, deadline=deadline)
         )
 
@@ -341,8 +341,9 @@ def create_app(service: FinService, options: ServeOptions) -> FastAPI:
             try:
                 while True:
                     get = asyncio.ensure_future(tokens.get())
+                    waiting: set[asyncio.Future[Any]] = {get, future}
                     done, _ = await asyncio.wait(
-                        {get, future}, timeout=deadline.remaining(), return_when=asyncio.FIRST_COMPLETED
+                        waiting, timeout=deadline.remaining(), return_when=asyncio.FIRST_COMPLETED
                     )
                     if get in done:
                         yield StreamingChunk(content=get.result())
