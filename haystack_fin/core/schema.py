@@ -143,6 +143,19 @@ OVERRIDABLE_FILING_FIELDS: tuple[str, ...] = (
 # Filing-level provenance: what a filing node carries and every chunk of the filing copies (FilingSplitter).
 FILING_FIELDS: tuple[str, ...] = (*OVERRIDABLE_FILING_FIELDS, SOURCE_PATH)
 
+# Who the registrant is, as the filing states it (core/ingest/registrant.py): on the filing node only, not copied to
+# chunks. CIK (10 digits, from inline XBRL dei:EntityCentralIndexKey or an EDGAR header), every trading symbol of
+# the cover's Section 12(b) table with its exchange ([[symbol, exchange], ...]), the SEC file numbers ("001-36743"),
+# the legal name as printed on the cover and the former names the filing states.
+CIK = "cik"
+TICKERS = "tickers"
+SECURITIES = "securities"
+FILE_NUMBERS = "file_numbers"
+IRS_NUMBER = "irs_number"
+LEGAL_NAME = "legal_name"
+FORMER_NAMES = "former_names"
+IDENTITY_FIELDS: tuple[str, ...] = (CIK, TICKERS, SECURITIES, FILE_NUMBERS, IRS_NUMBER, LEGAL_NAME, FORMER_NAMES)
+
 
 def node_type_filter(node_type: NodeType) -> dict[str, Any]:
     """The Haystack filter selecting the nodes of one type (``meta.node_type == node_type``)."""
@@ -221,6 +234,13 @@ def _as_int(value: Any) -> int | None:
         return None
 
 
+def _str_list(value: Any) -> list[str]:
+    # A list field a caller may have written as one string.
+    if isinstance(value, str):
+        return [value] if value else []
+    return [str(v) for v in value or () if v not in (None, "")]
+
+
 def _item_from_meta(entry: Any) -> FilingItem:
     if not isinstance(entry, Mapping):  # hand-made nodes (tests, other writers) may list bare Item codes
         entry = {"item": entry}
@@ -263,6 +283,14 @@ class FilingNode:
     # {item: {heading: {cluster id: count}}} and {item: {heading: total}}; None when indexed without them.
     section_term_counts: dict[str, dict[str, dict[str, int]]] | None = None
     section_term_totals: dict[str, dict[str, int]] | None = None
+    # Registrant identity (IDENTITY_FIELDS); written only when known.
+    cik: str = ""
+    tickers: list[str] = field(default_factory=list)
+    securities: list[list[str]] = field(default_factory=list)
+    file_numbers: list[str] = field(default_factory=list)
+    irs_number: str = ""
+    legal_name: str = ""
+    former_names: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -283,6 +311,16 @@ class FilingNode:
             (TICKER, self.ticker),
         )
         meta.update({key: value for key, value in optional if value not in (None, "")})
+        identity = (
+            (CIK, self.cik),
+            (TICKERS, list(self.tickers)),
+            (SECURITIES, [list(s) for s in self.securities]),
+            (FILE_NUMBERS, list(self.file_numbers)),
+            (IRS_NUMBER, self.irs_number),
+            (LEGAL_NAME, self.legal_name),
+            (FORMER_NAMES, list(self.former_names)),
+        )
+        meta.update({key: value for key, value in identity if value})
         meta[NODE_TYPE] = NodeType.FILING.value
         meta[N_PAGES] = self.n_pages
         meta[ITEMS] = [dict(it) for it in self.items]
@@ -348,6 +386,13 @@ class FilingNode:
                 if isinstance(section_totals, Mapping)
                 else None
             ),
+            cik=str(meta.get(CIK) or ""),
+            tickers=_str_list(meta.get(TICKERS)),
+            securities=[[str(v) for v in s] for s in meta.get(SECURITIES) or () if isinstance(s, list | tuple)],
+            file_numbers=_str_list(meta.get(FILE_NUMBERS)),
+            irs_number=str(meta.get(IRS_NUMBER) or ""),
+            legal_name=str(meta.get(LEGAL_NAME) or ""),
+            former_names=_str_list(meta.get(FORMER_NAMES)),
         )
 
 

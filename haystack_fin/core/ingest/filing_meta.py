@@ -19,12 +19,13 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from haystack_fin.core import schema
+from haystack_fin.core.ingest.registrant import Registrant, detect_registrant
 from haystack_fin.core.periods import MONTH, ORD, ORDINALS, annual_fiscal_year, month_number, year4
 from haystack_fin.core.text import normalize_line, normalize_whitespace
 
@@ -304,11 +305,12 @@ class FilingMeta:
     fiscal_year: int | None = None
     fiscal_quarter: int | None = None
     ticker: str = ""
+    registrant: Registrant = field(default_factory=Registrant)
 
     def to_dict(self) -> dict[str, Any]:
-        """The metadata under the index's field names (schema.py)."""
+        """The metadata under the index's field names (schema.py); identity fields only when known."""
         values = asdict(self)
-        return {
+        out: dict[str, Any] = {
             schema.COMPANY: values["company"],
             schema.FORM: values["form"],
             schema.PERIOD: values["period"],
@@ -317,6 +319,18 @@ class FilingMeta:
             schema.FISCAL_QUARTER: values["fiscal_quarter"],
             schema.TICKER: values["ticker"],
         }
+        r = self.registrant
+        identity: dict[str, Any] = {
+            schema.CIK: r.cik,
+            schema.TICKERS: r.tickers,
+            schema.SECURITIES: [[symbol, exchange] for symbol, exchange in r.securities],
+            schema.FILE_NUMBERS: list(r.file_numbers),
+            schema.IRS_NUMBER: r.irs_number,
+            schema.LEGAL_NAME: r.legal_name,
+            schema.FORMER_NAMES: list(r.former_names),
+        }
+        out.update({key: value for key, value in identity.items() if value})
+        return out
 
 
 # --- helpers --------------------------------------------------------------------------------------------------------
@@ -835,7 +849,15 @@ def detect_filing_meta(
         candidates = [_registrant_name(cover), _suffix_name(cover), _subsidiaries_name(cover_pages[1:])]
     candidates += [_dei_company(pdf_metadata), _metadata_company(pdf_metadata), _source_company(source_name)]
     meta.company = next((c for c in candidates if c), "")
-    meta.ticker = _cover_ticker(cover_pages) or release_ticker
+    meta.registrant = detect_registrant(
+        page_texts,
+        cover=cover if cover_index is not None else "",
+        legal_name=meta.company,
+        parser_meta=pdf_metadata,
+    )
+    if release_ticker and release_ticker not in meta.registrant.tickers:
+        meta.registrant.securities.append((release_ticker, ""))
+    meta.ticker = next(iter(meta.registrant.tickers), "") or _cover_ticker(cover_pages) or release_ticker
 
     # Period.
     end: date | None = None

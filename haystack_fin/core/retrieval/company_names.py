@@ -1,0 +1,292 @@
+"""How people write company names: the aliases general rules derive from a legal name.
+
+From "The Procter & Gamble Company" the rules give "procter & gamble" (legal form dropped), "P&G", "PnG" (initialism
+with and without "&"/"n"); from "American Express Company" "AmEx" (the first syllable of each word); from "3M
+Company" "three m" (numbers as words and digits); from "Adobe Systems Incorporated" "adobe" (generic words dropped);
+from "International Business Machines Corporation" "IBM" (acronym of the expansion); from "MGM Resorts
+International" the first word "mgm" (a weak alias: other companies may share it). Nothing here knows a particular
+company: names that no rule derives (brands, renames) are in ``haystack_fin/data/company_aliases.yaml``.
+
+Aliases are compared "compact": folded to lower case without accents, spaces and punctuation, so "Coca-Cola",
+"coca cola" and "CocaCola" agree. Each alias has a ``strength``: 3 for a whole name (or a name with only legal-form
+and generic words dropped, or a listed alias), 2 for an initialism or a syllable abbreviation, 1 for a first word.
+When one compact form names several companies, only those of the greatest strength keep it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Ordinary English and finance words. A company alias made only of them ("Target", "Visa", "Best Buy") must be
+# capitalized in the question, a first-word alias made of one ("best" from Best Buy, "american" from American
+# Express) is not generated, and fuzzy matching never "corrects" them.
+ORDINARY_WORDS = _words(
+    """
+    a about above across after all also american an and annual any apple are as asset assets at average bank based
+    be been being best between big block blue bright business but buy by can capital cash central century change
+    chase choice citizens city clear common community company consolidated corporate cost credit current data day
+    days debt did digital discover do does dollar domestic down during each east eastern energy equity every
+    express family federal fidelity financial first fiscal for free from general global gold golden good great
+    group growth had has have health high home how in income interest international is it its key labor last
+    liberty life live low main market match meta more most national net new next north northern not of old on one
+    open or other our over pacific people peoples per plus principal progressive public quality quarter rate real
+    regional republic resources return revenue royal sales same security service services shares south southern
+    standard state states steel stock street summit target than that the their there these this total trade
+    travelers trust two under union united universal up us value visa was west western what when where which who
+    why will with world year years
+    """
+)
+# Legal forms: what follows a company's own name ("Best Buy Co., Inc.").
+LEGAL_FORMS = _words(
+    "inc incorporated corp corporation co company companies cos ltd limited plc llc lp llp nv sa ag se spa bv"
+    " sab cv de lc pc"
+)
+# Generic words a company's everyday name drops ("Adobe Systems Incorporated" -> "Adobe", "Verizon Communications"
+# -> "Verizon", "Wal-Mart Stores" -> "Wal-Mart"): the corporate-structure and line-of-business words that end
+# legal names. Dropped only from the end of a name, and never down to nothing.
+GENERIC_WORDS = _words(
+    """
+    holdings holding group international intl worldwide global systems technologies technology industries
+    enterprises brands stores communications companies partners the and com
+    """
+)
+CONNECTORS = _words("and of the de du la")
+
+_NUMBER_WORDS = {
+    "0": "zero", "1": "one", "2": "two", "3": "three", "4": "four", "5": "five", "6": "six", "7": "seven",
+    "8": "eight", "9": "nine", "10": "ten", "11": "eleven", "12": "twelve", "13": "thirteen", "14": "fourteen",
+    "15": "fifteen", "16": "sixteen", "17": "seventeen", "18": "eighteen", "19": "nineteen", "20": "twenty",
+    "30": "thirty", "40": "forty", "50": "fifty", "60": "sixty", "70": "seventy", "80": "eighty", "90": "ninety",
+    "100": "hundred", "1000": "thousand",
+    "1st": "first", "2nd": "second", "3rd": "third", "4th": "fourth", "5th": "fifth", "21st": "twenty first",
+}  # fmt: skip
+_WORD_NUMBERS = {w: d for d, w in _NUMBER_WORDS.items()}
+
+STRENGTH = {"name": 3, "alias": 3, "former": 3, "initialism": 2, "abbreviation": 2, "short": 1}
+
+
+def fold(text: str) -> str:
+    """Lower case without accents, typographic apostrophes made plain."""
+    text = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in text if not unicodedata.combining(c)).lower().replace("’", "'")
+
+
+def name_tokens(name: str, drop_ampersand: bool = False) -> list[str]:
+    """Word tokens of a name: folded, "&" read as "and" (or dropped), possessive "'s" and dots of initials
+    removed, digits split from letters ("3M" -> "3", "m")."""
+    s = fold(name)
+    s = re.sub(r"\b([a-z])\.(?=[a-z]\.)", r"\1", s)  # "l.p." -> "lp.", "n.v." -> "nv."
+    s = re.sub(r"'s\b", "", s)
+    s = s.replace("&", " " if drop_ampersand else " and ")
+    s = re.sub(r"(?<=\d)(?=[a-z]{1,2}\b)(?!(?:st|nd|rd|th)\b)|(?<=\b[a-z])(?=\d)", " ", s)
+    return re.findall(r"[^\W_]+", s)
+
+
+def compact(text: str) -> str:
+    """The comparison form of an alias or a question span: folded tokens joined without spaces."""
+    return "".join(name_tokens(text, drop_ampersand=True))
+
+
+def _strip_the(tokens: list[str]) -> list[str]:
+    return tokens[1:] if len(tokens) > 1 and tokens[0] == "the" else tokens
+
+
+def without_legal_form(tokens: list[str]) -> list[str]:
+    t = _strip_the(list(tokens))
+    while len(t) > 1 and t[-1] in LEGAL_FORMS:
+        t.pop()
+    while len(t) > 1 and t[-1] == "and":  # "jpmorgan chase and" after "co" went
+        t.pop()
+    return t
+
+
+def base_tokens(tokens: list[str]) -> list[str]:
+    """A name without "the", legal forms and generic words at its end: the name people use."""
+    t = without_legal_form(tokens)
+    while len(t) > 1 and (t[-1] in LEGAL_FORMS or t[-1] in GENERIC_WORDS):
+        t.pop()
+    return t
+
+
+def company_key(name: str) -> str:
+    """Grouping key of a company name: "BEST BUY CO., INC." and "Best Buy Holdings Inc." -> "best buy"."""
+    return " ".join(base_tokens(name_tokens(name)))
+
+
+def names_whole_company(mention: str, company: str) -> bool:
+    """Whether ``mention`` is all of ``company``'s name but its legal form: "Best Buy" is all of "Best Buy Co.,
+    Inc." but not of "Best Buy Holdings Inc.". Compared without spaces and punctuation."""
+    said = "".join(_strip_the(name_tokens(mention)))
+    return bool(said) and said == "".join(without_legal_form(name_tokens(company)))
+
+
+def company_aliases(name: str) -> list[tuple[str, str]]:
+    """(alias, kind) of a company name as the ranker drops them from a question: the full name, the name without
+    legal form and generic words ("name") and its first word ("short"); e.g. "MGM RESORTS INTERNATIONAL" -> mgm
+    resorts international, mgm resorts, mgm. ``derived_aliases`` has every rule."""
+    out: list[tuple[str, str]] = []
+
+    def add(tokens: list[str], kind: str) -> None:
+        alias = " ".join(tokens)
+        if alias and all(alias != a for a, _ in out):
+            out.append((alias, kind))
+
+    for drop in (False, True):
+        full = _strip_the(name_tokens(name, drop))
+        base = base_tokens(full)
+        add(full, "name")
+        add(without_legal_form(full), "name")
+        add(base, "name")
+        if len(base) > 1 and _short_ok(base[0]):
+            add([base[0]], "short")
+    camel = _camel_head(name)
+    if camel:
+        add([camel], "short")
+    return out
+
+
+def _short_ok(word: str) -> bool:
+    return len(word) >= 3 and not word.isdigit() and word not in ORDINARY_WORDS and word not in CONNECTORS
+
+
+_CAMEL_LEGAL = re.compile(r"^(?P<head>[A-Z][a-z]+(?:[A-Z][a-z]+)*?)(?P<tail>Co|Corp|Inc)$")
+
+
+def _camel_head(name: str) -> str:
+    """ "PepsiCo, Inc." -> "pepsi": a one-word name that ends in a legal form written camel-case."""
+    words = [w.strip(",.;") for w in name.split()]
+    heads = [m.group("head") for w in words if (m := _CAMEL_LEGAL.match(w))]
+    return fold(heads[0]) if len(heads) == 1 and len(heads[0]) >= 4 else ""
+
+
+@dataclass(frozen=True)
+class Alias:
+    """One way of writing a company's name. ``key`` is the compact form compared with questions; ``case`` says how
+    the question must write it: "any", "capitalized" (ordinary words: "Target") or "upper" (initialisms: "IBM",
+    "J&J", "JnJ")."""
+
+    text: str
+    key: str
+    kind: str
+    case: str = "any"
+
+    @property
+    def strength(self) -> int:
+        return STRENGTH.get(self.kind, 1)
+
+
+def _number_variants(tokens: list[str]) -> list[list[str]]:
+    """The tokens with numbers written as words, or number words as digits ("3 m" <-> "three m")."""
+    if not any(t in _NUMBER_WORDS or t in _WORD_NUMBERS for t in tokens):
+        return []
+    as_words = [_NUMBER_WORDS.get(t, t) for t in tokens]
+    as_digits = [_WORD_NUMBERS.get(t, t) for t in tokens]
+    return [v for v in (as_words, as_digits) if v != tokens]
+
+
+_VOWELS = "aeiouy"
+
+
+def _syllables(word: str) -> list[str]:
+    """The first syllable of a word as abbreviations cut it: "american" -> "am", "express" -> "ex", "federal" ->
+    "fed"."""
+    m = re.match(rf"[^{_VOWELS}]*[{_VOWELS}]+[^{_VOWELS}]", word)
+    return [m.group()] if m and m.end() < len(word) else []
+
+
+def initialisms(tokens: list[str]) -> list[str]:
+    """Initialism keys of a name's words ("procter and gamble" -> "p&g", "pg"; "bank of america" -> "bofa", "boa";
+    "international business machines" -> "ibm"). A two-letter one only with its "&": "PG" alone is a ticker's
+    business, and two capitals are too often something else."""
+    words = [t for t in tokens if t not in ("the",)]
+    # Initialisms of words: "PG&E" is already one, and its "pg and e" has none.
+    if len(words) < 2 or not all(w.isalpha() and (len(w) >= 3 or w in CONNECTORS) for w in words):
+        return []
+    keys: list[str] = []
+    letters = "".join(w[0] for w in words if w not in CONNECTORS)
+    n_letters = len(letters)
+    if "and" in words and n_letters >= 2:
+        keys.append("".join("&" if w == "and" else (w[0] if w not in CONNECTORS else "") for w in words))
+    if "of" in words and n_letters >= 2:
+        keys.append("".join("of" if w == "of" else (w[0] if w not in CONNECTORS else "") for w in words))
+        keys.append("".join("o" if w == "of" else (w[0] if w not in CONNECTORS else "") for w in words))
+    if n_letters >= 3 or (n_letters == 2 and "and" in words):
+        keys.append(letters)
+    return [k for k in dict.fromkeys(keys) if len(k.replace("&", "")) >= 2]
+
+
+def abbreviations(tokens: list[str]) -> list[str]:
+    """Syllable abbreviations of a two- or three-word name: the first syllable of the first two words ("american
+    express" -> "amex", "federal express" -> "fedex"). At least four letters, and not an ordinary word."""
+    words = [t for t in tokens if t not in CONNECTORS]
+    if not 2 <= len(words) <= 3 or not all(w.isalpha() and len(w) >= 3 for w in words[:2]):
+        return []
+    out = []
+    for a in _syllables(words[0]):
+        for b in _syllables(words[1]):
+            key = a + b
+            if len(key) >= 4 and key not in ORDINARY_WORDS and key != "".join(words[:2]):
+                out.append(key)
+    return list(dict.fromkeys(out))
+
+
+def derived_aliases(name: str) -> list[Alias]:
+    """Every alias the general rules derive from a company name (see the module docstring)."""
+    out: dict[tuple[str, str], Alias] = {}
+
+    def add(text: str, key: str, kind: str, case: str = "any") -> None:
+        if not key:
+            return
+        if case == "any" and all(t in ORDINARY_WORDS or t in CONNECTORS for t in text.split()):
+            case = "capitalized"
+        old = out.get((key, case))
+        if old is None or STRENGTH[kind] > old.strength:
+            out[(key, case)] = Alias(text, key, kind, case)
+
+    def add_tokens(tokens: list[str], kind: str) -> None:
+        for variant in [tokens, *_number_variants(tokens)]:
+            add(" ".join(variant), "".join(variant), kind)
+
+    for drop in (False, True):
+        full = _strip_the(name_tokens(name, drop))
+        add_tokens(full, "name")
+        add_tokens(without_legal_form(full), "name")
+        base = base_tokens(full)
+        add_tokens(base, "name")
+        if len(base) > 1 and _short_ok(base[0]):
+            add(base[0], base[0], "short", "capitalized")  # a first word alone is weak: written as a name
+    words = base_tokens(_strip_the(name_tokens(name)))
+    for key in initialisms(words):
+        add(key.upper(), key, "initialism", "upper")
+    for key in abbreviations(words):
+        add(key, key, "abbreviation", "capitalized")
+    camel = _camel_head(name)
+    if camel:
+        add(camel, camel, "short", "capitalized")
+    return list(out.values())
+
+
+def osa_distance(a: str, b: str, limit: int) -> int:
+    """Optimal-string-alignment edit distance (a transposition counts 1); ``limit + 1`` once it exceeds ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1] if prev[-1] <= limit else limit + 1
