@@ -274,6 +274,7 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
         generate=not args.no_llm,
         ollama_url=env.ollama_url,
         ollama_model=env.ollama_model,
+        aliases_path=getattr(args, "aliases", None),
     )
     try:
         llm_url = "" if args.no_llm else runner.llm_url or ""
@@ -334,6 +335,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if not args.question.strip():  # an empty question would rank the store's chunks for nothing
         print("error: the question is empty", file=sys.stderr)
         return 2
+    if args.aliases:
+        from haystack_fin.core.retrieval.companies import load_alias_file
+
+        try:
+            load_alias_file(args.aliases)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     _check_store(args, pipeline_dict("query", args.store, args.qdrant_url, args.index), create=args.create)
     out = ask(args.question, args)
     unmatched = (out["trace"].get("scope") or {}).get("unmatched") or []
@@ -549,6 +558,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filing", default=None, help="restrict to this filing id (skips automatic scoping)")
     p.add_argument("-k", type=_positive_int, default=5, help="passages to return")
     p.add_argument("--explain", action="store_true", help="show scope, Item routing and tree paths")
+    p.add_argument(
+        "--aliases",
+        default=None,
+        metavar="FILE",
+        help="company alias YAML ({company: [alias, ...]}) added to the shipped one (docs/scope.md)",
+    )
     p.add_argument("--no-llm", action="store_true", help="do not call the generator even if Ollama is up")
     p.add_argument("--json", action="store_true")
     p.add_argument("--create", action="store_true", help="create the store if it does not exist (it finds nothing)")

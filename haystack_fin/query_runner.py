@@ -146,6 +146,7 @@ class QueryRunner:
         ollama_url: str | None = None,
         ollama_model: str | None = None,
         fragments: list[str] | tuple[str, ...] = (),
+        aliases_path: str | None = None,
     ) -> None:
         """
         :param store_path: embedded store folder (overrides the YAML's).
@@ -159,10 +160,13 @@ class QueryRunner:
         :param ollama_model: the generator's model (default: the YAML's).
         :param fragments: YAML fragments whose init parameters are set on the pipeline's components, in order (e.g.
             the thresholds ``haystack-fin calibrate`` writes; ``pipeline_loader.load_fragment``).
+        :param aliases_path: a company alias file for the scope (``FilingScope(aliases_path=...)``).
         """
         data = pipeline_dict(pipeline, store_path, qdrant_url, index)
         for path in fragments:
             data = apply_fragment(data, load_fragment(path), str(path))
+        if aliases_path and "scope" in data["components"]:
+            data["components"]["scope"].setdefault("init_parameters", {})["aliases_path"] = str(aliases_path)
         if not generate:
             data = strip_generation(data)
         elif "llm" in data["components"]:
