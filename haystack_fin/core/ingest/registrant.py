@@ -39,12 +39,13 @@ _TICKER = re.compile(r"^[A-Z]{1,5}(?:[.-][A-Z]{1,2})?$")
 _NOT_SYMBOLS = _upper_words(
     """
     A AND CLASS COMMON DUE EACH INC LLC NAME NASDAQ NONE NOTES NYSE OF ON OR PAR PER SHARE SHARES STOCK THE TITLE
-    VALUE WHICH PREFERRED DEPOSITARY REPRESENTING INTEREST SERIES NOTE WARRANTS UNITS RIGHTS ORDINARY LP USD EUR
+    VALUE WHICH USD EUR GBP JPY CHF CAD AUD PREFERRED DEPOSITARY REPRESENTING INTEREST SERIES NOTE WARRANTS UNITS
+    RIGHTS ORDINARY LP
     """
 )
 # Exchange names as 12(b) tables print them, to the short names used in tickers' listings.
 _EXCHANGES: tuple[tuple[str, str], ...] = (
-    (r"New\s*York\s+Stock\s+Exchange(?:\s+LLC)?(?:\s*\(\s*NYSE\s*\))?", "NYSE"),
+    (r"(?:The\s+)?New\s*York\s+Stock\s+Exchange(?:\s+LLC)?(?:\s*\(\s*NYSE\s*\))?", "NYSE"),
     (r"NYSE\s+American(?:\s+LLC)?", "NYSE American"),
     (r"NYSE\s+Arca(?:,?\s+Inc\.?)?", "NYSE Arca"),
     (r"NYSE\s+Texas(?:,?\s+Inc\.?)?", "NYSE Texas"),
@@ -153,26 +154,18 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _symbols_before(cell: str) -> list[str]:
-    """Trading symbols at the end of a 12(b) row's text before its exchange ("... par value BBY", glued HTML "...
-    per shareAAPL")."""
-    words = cell.replace(",", " ").split()
-    found: list[str] = []
-    for word in reversed(words):
-        glued = re.search(r"(?<=[a-z)])([A-Z]{1,5})$", word)
-        token = glued.group(1) if glued else word
-        if _TICKER.match(token) and token not in _NOT_SYMBOLS:
-            found.append(token)
-            if glued:
-                break
-            continue
-        break
-    return list(reversed(found))
+_SYMBOL = re.compile(r"(?<![\w$.,/-])(?P<s>[A-Z]{1,5}(?:[.-][A-Z]{1,2})?)(?![\w/-]|\.\w|%)")
+_CLASS_WORD = re.compile(r"(?:class|series)\s+$", re.IGNORECASE)
 
 
 def cover_securities(text: str) -> list[tuple[str, str]]:
     """(symbol, exchange) of every class in the cover's Section 12(b) table, in table order. Only tables with a
-    "Trading Symbol" column name symbols (covers before 2019 list the exchange alone): [] otherwise."""
+    "Trading Symbol" column name symbols (covers before 2019 list the exchange alone): [] otherwise.
+
+    Cells come in any order (PDF text puts a row's exchange before or after its title and symbol), so a symbol is
+    an upper-case token of the table that is not a word of a class title or an exchange name, paired with the
+    exchange right after it, else the nearest; a one-letter symbol ("V", "T") only right before its exchange.
+    """
     flat = _flat(text)
     out: list[tuple[str, str]] = []
     for start in _SECTION_12B.finditer(flat):
@@ -182,14 +175,24 @@ def cover_securities(text: str) -> list[tuple[str, str]]:
         if not _SYMBOL_HEADER.search(table):
             continue
         body = _TABLE_HEADER.sub(" | ", table)
-        pos = 0
-        for m in _EXCHANGE.finditer(body):
-            cell = body[pos : m.start()].split("|")[-1]
-            pos = m.end()
-            exchange = next(short for i, (_, short) in enumerate(_EXCHANGES) if m.group(f"x{i}"))
-            for symbol in _symbols_before(cell):
-                if all(symbol != s for s, _ in out):
-                    out.append((symbol, exchange))
+        exchanges = [
+            (m.start(), m.end(), next(short for i, (_, short) in enumerate(_EXCHANGES) if m.group(f"x{i}")))
+            for m in _EXCHANGE.finditer(body)
+        ]
+        for m in _SYMBOL.finditer(body):
+            symbol = m.group("s")
+            if symbol in _NOT_SYMBOLS or _CLASS_WORD.search(body[max(0, m.start() - 8) : m.start()]):
+                continue
+            if any(s <= m.start() < e for s, e, _ in exchanges):
+                continue
+            following = next(((s, x) for s, _, x in exchanges if s >= m.end()), None)
+            adjacent = following is not None and not body[m.end() : following[0]].strip(" |").removesuffix("The")
+            if len(symbol) == 1 and not adjacent:
+                continue
+            nearest = min(exchanges, key=lambda x: min(abs(x[0] - m.end()), abs(m.start() - x[1])), default=None)
+            exchange = following[1] if adjacent and following else (nearest[2] if nearest else "")
+            if all(symbol != s for s, _ in out):
+                out.append((symbol, exchange))
         if out:
             break
     return out
@@ -242,13 +245,27 @@ def cover_former_names(text: str) -> list[str]:
     return names
 
 
-def prose_former_names(texts: Iterable[str]) -> list[str]:
-    """Former names the first pages state: "X (formerly known as Y)", "changed its name from Y to X"."""
+def _squash(text: str) -> str:
+    return re.sub(r"[\W_]", "", text.lower())
+
+
+def prose_former_names(texts: Iterable[str], own_name: str = "") -> list[str]:
+    """Former names the first pages state of the registrant itself: "X (formerly known as Y)" with X the
+    registrant's name, or "changed its name from Y to X". Subsidiaries' renames (an "(formerly ...)" after another
+    name) are not the registrant's."""
+    own = _squash(re.sub(rf"[\s,]+{_LEGAL_FORM}\s*$", "", own_name))
+    if len(own) < 3:
+        return []
     names: list[str] = []
     for text in texts:
         flat = _flat(text)
         for pattern in (_FORMERLY, _NAME_CHANGE):
             for m in pattern.finditer(flat):
+                context = (
+                    flat[max(0, m.start() - 80) : m.start()] if pattern is _FORMERLY else flat[m.end() : m.end() + 80]
+                )
+                if own not in _squash(context):
+                    continue
                 name = _clean(m.group("name"))
                 if name and len(name.split()) <= 8 and name not in names:
                     names.append(name)
@@ -319,7 +336,7 @@ def detect_registrant(
         *found.former_names,
         *_dei_values(parser_meta, "EntityInformationFormerLegalOrRegisteredName"),
         *(cover_former_names(cover_text[:8000]) if cover else []),
-        *prose_former_names(pages),
+        *prose_former_names(pages, found.legal_name),
     ]
     own = re.sub(r"\W", "", found.legal_name.lower())
     found.former_names = list(

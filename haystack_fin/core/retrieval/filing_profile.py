@@ -96,6 +96,13 @@ class FilingProfile:
         return form_family(self.form)
 
     @property
+    def reports_results(self) -> bool:
+        """An earnings release, or an 8-K that furnishes one (Item 2.02, or Item 12 before 2004): it reports a
+        fiscal period's results rather than an event."""
+        family = self.form_family
+        return family == "earnings_release" or (family == "8-K" and bool({"2.02", "12"} & set(self.items)))
+
+    @property
     def period_end_date(self) -> date | None:
         return iso_date(self.period_end)
 

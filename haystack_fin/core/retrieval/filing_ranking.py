@@ -274,7 +274,8 @@ def _form_part(p: FilingProfile, forms: Sequence[FormHint]) -> tuple[float, str]
     family = p.form_family
     best = (0.0, "")
     for h in forms:
-        if family == h.form or (h.form == "10-K" and family in ANNUAL_FORMS and "annual" in h.text.lower()):
+        release = h.form == "earnings_release" and p.reports_results
+        if family == h.form or release or (h.form == "10-K" and family in ANNUAL_FORMS and "annual" in h.text.lower()):
             cand = (
                 (FORM_WEAK, f"{h.text!r} suggests an {family}")
                 if h.weak
@@ -317,7 +318,7 @@ def score_filing(
             add((ANNUAL_FOR_YEAR, f"annual report preferred for {what}"))
         elif profile.fiscal_quarter == 4:
             add((Q4_FOR_YEAR, "fourth-quarter release also reports the full year"))
-        elif family == "8-K" and not asks_event:
+        elif family == "8-K" and not asks_event and not profile.reports_results:
             add((EVENT_FOR_PERIOD, "8-K reports an event, not a fiscal period"))
     if scope.dates:
         add(_date_part(profile, scope.dates))
