@@ -81,8 +81,10 @@ _FINANCE_WORDS = _upper_words(
 _TICKER_CONTEXT = re.compile(r"(?:ticker|symbol|NYSE|NASDAQ|Nasdaq|AMEX|CBOE)\s*(?::\s*)?$", re.IGNORECASE)
 # "J&J", "P & G", "JnJ", "BofA", "IBM", "AMD": an initialism as a question writes it.
 _INITIALISM = re.compile(
-    r"(?<![\w&])(?P<i>[A-Z](?:\s?&\s?[A-Z]|n(?=[A-Z])[A-Z]|of?(?=[A-Z])[A-Z]|[A-Z]){1,5})(?![\w&])"
+    r"(?<![\w&])(?P<i>[A-Z](?:\s?&\s?[A-Z]|n(?=[A-Z])[A-Z]|of?(?=[A-Z])[A-Z]|[A-Z]){1,7})(?![\w&])"
 )
+# "Q2", "FY2023", "H1", "10-K": period and form words, which some company names also are ("Q2 Holdings").
+_PERIOD_OR_FORM = re.compile(r"(?i)(?:q[1-4]|h[12]|fy\s?'?\d{2,4}|\d{1,4}|\d{1,2}-?[kqf])")
 _FUZZY_MIN_LEN = 5
 # Fuzzy matching allows one edit (insertion, deletion, substitution or transposition) in a name of 5 to 8 letters
 # and two in a longer one: most misspellings are a single such edit (Damerau 1964 found over 80%), and two edits
@@ -337,8 +339,7 @@ class CompanyIndex:
         )
         self.companies[key] = entry
         self._former[key] = tuple(n for n in dict.fromkeys(former) if n not in names)
-        if cik:
-            self._indexed_ciks.add(cik)
+        self._indexed_ciks.update(c for c in ciks if c)
         for p in members:
             self.key_of_filing[p.filing_id] = key
 
@@ -402,8 +403,8 @@ class CompanyIndex:
         tickers; fuzzy names only when neither hit."""
         tokens = self._tokens(question)
         found = self._exact(question, tokens) + self._initialism_hits(question) + self._ticker_hits(question)
-        if not found:
-            found = self._fuzzy(question, tokens)
+        if all(m.strength <= 1 for m in found):  # nothing, or only first words: a misspelt full name may be there
+            found += self._fuzzy(question, tokens)
         return self._non_overlapping(found)
 
     @staticmethod
@@ -468,7 +469,7 @@ class CompanyIndex:
         for i in range(len(tokens)):
             key = ""
             words: list[str] = []
-            for j in range(i, min(len(tokens), i + 3)):
+            for j in range(i, min(len(tokens), i + min(self._max_tokens, 6))):
                 key += tokens[j][0]
                 words.append(tokens[j][0])
                 if len(key) < _FUZZY_MIN_LEN - 1 or all(w in ORDINARY_WORDS or w in CONNECTORS for w in words):
@@ -498,7 +499,8 @@ class CompanyIndex:
         The same span naming several companies keeps those of the strongest alias kind (an exact ticker beats any
         alias: a symbol written as such identifies one listed company, while "MGM" as a word is only part of "MGM
         Holdings"); equally strong ones all stay: the question is ambiguous and the period decides."""
-        ranked = sorted(found, key=lambda m: (m.distance, -(m.end - m.start), -m.strength, m.start))
+        # A misspelt whole name beats an exact first word inside it: an edit costs as much as four characters.
+        ranked = sorted(found, key=lambda m: (-(m.end - m.start - 4 * m.distance), m.distance, -m.strength, m.start))
         kept: list[CompanyMention] = []
         for m in ranked:
             clash = [k for k in kept if m.start < k.end and k.start < m.end]
@@ -528,6 +530,8 @@ class CompanyIndex:
             for j in range(i, min(len(tokens), i + 6)):
                 key += tokens[j][0]
                 start, end = tokens[i][1], tokens[j][2]
+                if _PERIOD_OR_FORM.fullmatch(question[start:end]):
+                    continue
                 for cik in ref.by_name.get(key, ()):
                     company = ref.by_cik[cik]
                     if cik not in self._indexed_ciks and free(start, end):

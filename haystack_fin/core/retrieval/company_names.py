@@ -82,6 +82,8 @@ def name_tokens(name: str, drop_ampersand: bool = False) -> list[str]:
     """Word tokens of a name: folded, "&" read as "and" (or dropped), possessive "'s" and dots of initials
     removed, digits split from letters ("3M" -> "3", "m")."""
     s = fold(name)
+    # EDGAR's conformed names carry a state or form tag: "PEOPLES FINANCIAL CORP /MS/", "... LTD/ADR".
+    s = re.sub(r"\s*/(?:[a-z]{2,3}/|adr\b|new/?)", " ", s)
     s = re.sub(r"\b([a-z])\.(?=[a-z]\.)", r"\1", s)  # "l.p." -> "lp.", "n.v." -> "nv."
     s = re.sub(r"'s\b", "", s)
     s = s.replace("&", " " if drop_ampersand else " and ")
@@ -197,8 +199,12 @@ _VOWELS = "aeiouy"
 def _syllables(word: str) -> list[str]:
     """The first syllable of a word as abbreviations cut it: "american" -> "am", "express" -> "ex", "federal" ->
     "fed"."""
-    m = re.match(rf"[^{_VOWELS}]*[{_VOWELS}]+[^{_VOWELS}]", word)
-    return [m.group()] if m and m.end() < len(word) else []
+    out = []
+    for vowels in (_VOWELS, "aeiou"):  # "y" read as a vowel ("Sys") and as a consonant ("Kymer")
+        m = re.match(rf"[^{vowels}]*[{vowels}]+[^{vowels}]", word)
+        if m and m.end() < len(word) and m.group() not in out:
+            out.append(m.group())
+    return out
 
 
 def initialisms(tokens: list[str]) -> list[str]:
@@ -225,15 +231,17 @@ def initialisms(tokens: list[str]) -> list[str]:
 def abbreviations(tokens: list[str]) -> list[str]:
     """Syllable abbreviations of a two- or three-word name: the first syllable of the first two words ("american
     express" -> "amex", "federal express" -> "fedex"). At least four letters, and not an ordinary word."""
-    words = [t for t in tokens if t not in CONNECTORS]
-    if not 2 <= len(words) <= 3 or not all(w.isalpha() and len(w) >= 3 for w in words[:2]):
+    words = [t for t in tokens if t not in CONNECTORS and t.isalpha() and len(t) >= 3]
+    if not 2 <= len(words) <= 4:
         return []
     out = []
-    for a in _syllables(words[0]):
-        for b in _syllables(words[1]):
-            key = a + b
-            if len(key) >= 4 and key not in ORDINARY_WORDS and key != "".join(words[:2]):
-                out.append(key)
+    # the first word with the second or third: "American Express" -> AmEx, "Federal National Mortgage" -> FedNat
+    for second in words[1:3]:
+        for a in _syllables(words[0]):
+            for b in _syllables(second):
+                key = a + b
+                if len(key) >= 4 and key not in ORDINARY_WORDS and key != words[0] + second:
+                    out.append(key)
     return list(dict.fromkeys(out))
 
 
@@ -262,11 +270,12 @@ def derived_aliases(name: str) -> list[Alias]:
         add_tokens(base, "name")
         if len(base) > 1 and _short_ok(base[0]):
             add(base[0], base[0], "short", "capitalized")  # a first word alone is weak: written as a name
-    words = base_tokens(_strip_the(name_tokens(name)))
-    for key in initialisms(words):
-        add(key.upper(), key, "initialism", "upper")
-    for key in abbreviations(words):
-        add(key, key, "abbreviation", "capitalized")
+    plain = without_legal_form(_strip_the(name_tokens(name)))
+    for words in (plain, base_tokens(plain)):
+        for key in initialisms(words):
+            add(key.upper(), key, "initialism", "upper")
+        for key in abbreviations(words):
+            add(key, key, "abbreviation", "capitalized")
     camel = _camel_head(name)
     if camel:
         add(camel, camel, "short", "capitalized")

@@ -406,10 +406,24 @@ def resolve_scope(
     if not profiles:
         return ScopeDecision([], False, "no filing profiles in the index: unscoped", question=scope)
     index = company_index if company_index is not None else CompanyIndex(profiles, aliases)
-    target = scope.target()
     topics = dict(event_topics) if event_topics is not None else question_event_topics(question)
     mentions = index.find(question)
-    known = index.find_known(question, [(m.start, m.end) for m in mentions])
+    # A known company's whole name beats a weak hit (a first word, a fuzzy match) inside it: "Sun Life Financial"
+    # names the insurer the index lacks, not an indexed "Sun Pacific" by its first word.
+    known = index.find_known(question, [(m.start, m.end) for m in mentions if m.strength >= 2])
+    mentions = [
+        m
+        for m in mentions
+        if m.strength >= 2 or not any(k.start <= m.start and m.end <= k.end and k.end - k.start > m.end - m.start
+                                      for k in known)
+    ]  # fmt: skip
+    known = [k for k in known if not any(k.start < m.end and m.start < k.end for m in mentions)]
+    # A year inside a company's name ("BlackRock Municipal 2030 Target Term Trust") is not a period of the question.
+    named = [(m.start, m.end) for m in mentions] + [(k.start, k.end) for k in known]
+    inside = [p for p in scope.periods if any(s <= p.start and p.end <= e for s, e in named)]
+    if inside:
+        scope = dataclasses.replace(scope, periods=tuple(p for p in scope.periods if p not in inside))
+    target = scope.target()
     unmatched: list[dict[str, str]] = []
 
     if mentions:
