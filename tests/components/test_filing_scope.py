@@ -415,7 +415,7 @@ def test_aliases_path_and_rule_in_the_explanation(tmp_path):
     assert FilingScope.from_dict(scope.to_dict()).aliases_path == str(path)
     bad = tmp_path / "bad.yaml"
     bad.write_text("- just a list\n")
-    with pytest.raises(ValueError, match="bad.yaml"):
+    with pytest.raises(ValueError, match=r"bad\.yaml"):
         FilingScope(document_store=store, aliases_path=str(bad)).warm_up()
     release_store(store)
 

@@ -261,10 +261,13 @@ def prose_former_names(texts: Iterable[str], own_name: str = "") -> list[str]:
         flat = _flat(text)
         for pattern in (_FORMERLY, _NAME_CHANGE):
             for m in pattern.finditer(flat):
-                context = (
-                    flat[max(0, m.start() - 80) : m.start()] if pattern is _FORMERLY else flat[m.end() : m.end() + 80]
-                )
-                if own not in _squash(context):
+                if pattern is _FORMERLY:
+                    # the registrant's name right before "(formerly ...": "Block, Inc. (formerly known as ..."
+                    head = flat[max(0, m.start() - 80) : m.start()]
+                    head = re.sub(rf"[\s,]*(?:{_LEGAL_FORM})?[\s,(“\"]*$", "", head)
+                    if not _squash(head).endswith(own):
+                        continue
+                elif own not in _squash(flat[m.end() : m.end() + 80]):  # "... to Walmart Inc."
                     continue
                 name = _clean(m.group("name"))
                 if name and len(name.split()) <= 8 and name not in names:

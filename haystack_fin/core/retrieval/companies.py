@@ -306,8 +306,8 @@ class CompanyIndex:
         for key, entry in self.companies.items():
             for name in entry.names:
                 former = name in self._former.get(key, ())
-                for alias in derived_aliases(name):
-                    self._add_alias(key, alias, "former" if former and alias.kind == "name" else alias.kind)
+                for derived in derived_aliases(name):
+                    self._add_alias(key, derived, "former" if former and derived.kind == "name" else derived.kind)
             for ticker in entry.tickers:
                 self._tickers.setdefault(ticker, key)
         self._add_mapped(listed, "listed", warn=False)

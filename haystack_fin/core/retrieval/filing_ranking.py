@@ -483,8 +483,8 @@ def resolve_scope(
             scored.append((p, s, [why_company[index.key_of_filing[fid]], *reasons]))
         scored.sort(key=lambda t: (-round(t[1], 6), t[0].filing_id not in whole, _sort_key(t[0], t[1], target)))
         best = scored[0][1]
-        kept = [(p, s, r) for p, s, r in scored if s >= best - SCOPE_MARGIN]
-        per_pool.append([FilingMatch(p.filing_id, p.company, p.form, p.period, s, r) for p, s, r in kept])
+        within = [(p, s, r) for p, s, r in scored if s >= best - SCOPE_MARGIN]
+        per_pool.append([FilingMatch(p.filing_id, p.company, p.form, p.period, s, r) for p, s, r in within])
         for p, s, r in scored:
             if s < best - SCOPE_MARGIN:
                 rejected.append(
@@ -511,12 +511,12 @@ def resolve_scope(
             if depth < len(kept) and len(selected) < max_filings:
                 selected.append(kept[depth])
         depth += 1
-    chosen = {m.filing_id for m in selected}
-    for m in selected:
-        m.selected = True
-    left_out = [m for kept in per_pool for m in kept if m.filing_id not in chosen]
-    for m in left_out:
-        m.reasons.append(f"beyond max_filings={max_filings}")
+    chosen = {fm.filing_id for fm in selected}
+    for fm in selected:
+        fm.selected = True
+    left_out = [fm for kept in per_pool for fm in kept if fm.filing_id not in chosen]
+    for fm in left_out:
+        fm.reasons.append(f"beyond max_filings={max_filings}")
     names = ", ".join(index.companies[k].name for k in keys)
     period = f" for {target.label}" if target is not None else " (no period mentioned: annual reports, latest first)"
     reason = f"scoped to {names}{period}"
