@@ -57,13 +57,17 @@ class FilingScope(SharedStoreClient):
     In an index of many filings, plain retrieval readily answers from another company or, most often, from another
     year of the right company. This component reads the index's ``filing`` nodes (one per filing, written by
     ``FilingSplitter``: meta ``filing_id``, ``company``, ``ticker``, ``form``, ``fiscal_year``, ``fiscal_quarter``,
-    ``period_end``, ``period``, ``items``), recognizes the company the question names (name, alias, ticker, or a
-    small typo), and ranks that company's filings by the question's fiscal year, quarter, date and form. The
-    scoring rules are documented in ``haystack_fin.core.retrieval.filing_ranking``.
+    ``period_end``, ``period``, ``items`` and the registrant identity ``cik``, ``tickers``, ``file_numbers``,
+    ``legal_name``, ``former_names``), groups them into registrants, recognizes the company the question names
+    (name, ticker, initialism, abbreviation, listed or user alias, former name, or a small typo), and ranks that
+    company's filings by the question's fiscal year, quarter, date and form. The rules are documented in
+    ``haystack_fin.core.retrieval.filing_ranking`` and ``companies``; the user's guide is docs/scope.md.
 
     Outputs the ranked ``filing_ids``, a Haystack ``filters`` dict on ``meta.filing_id`` for any retriever, and a
-    JSON-serializable ``scope`` explanation. A question naming no indexed company is unscoped: every filing id is
-    returned (never an empty scope) and ``scope["reason"]`` says why; in an index of more than
+    JSON-serializable ``scope`` explanation. A question naming a known company the index lacks (the company
+    reference table) is scoped to no filing, with a notice naming it and its ticker. A question naming no indexed
+    company otherwise is unscoped: every filing id is returned (never an empty scope), with a notice for a name
+    nobody knows, and ``scope["reason"]`` says why; in an index of more than
     ``unscoped_max_filings`` filings, only that many are returned, those of the question's nearest chunks first
     (given ``query_embedding``), so such a question does not search the whole index. Works with any Haystack
     document store that implements ``filter_documents`` (Qdrant, InMemory, ...); profiles are read once and cached,

@@ -8,8 +8,10 @@ question is first scoped to the filings it names. Three plain modules (no Haysta
   ("FY2019", "fiscal 2023", "FY 2021", "FY24"), quarters ("Q2 of FY2024", "FY2023Q1", "fourth quarter 2022",
   "H1 FY2023"), calendar years ("in 2022"), dates ("May 3, 2023", "May 2023"), form hints ("10-K", "annual
   report", "8-K", "earnings release") and candidate company names (capitalized spans, used only to explain a miss).
-* ``companies.CompanyIndex`` turns the indexed filings' company names and tickers into aliases and finds them in a
-  question (exact name or alias, case-sensitive ticker, fuzzy name for small typos).
+* ``companies.CompanyIndex`` groups the indexed filings into registrants by identity (CIK, ticker, SEC file
+  number, the same name, a stated former name, a rename in the alias file), derives every registrant's aliases by
+  general rules (``company_names``) and finds them in a question: exact alias, then ticker, then fuzzy name; with a
+  company reference table (``company_reference``) it also finds known companies the index lacks.
 * ``resolve_scope`` (this module) scores the filings of the mentioned companies against the question's period and
   form and returns a ranked, explained ``ScopeDecision``.
 
@@ -17,11 +19,15 @@ Scoping rules (the weights are the module constants below; each score line becom
 
 1. An explicit filing filter (a list of filing ids) overrides everything.
 2. Company first. Filings of companies the question names are the only candidates; several named companies all
-   stay in scope. With no recognized company: a single-company index is scoped to that company, otherwise the
-   scope is every filing (unscoped) with the reason, never an empty scope; ``bound_unscoped`` caps that at a
-   number of filings chosen by a vector search, so an unscoped question does not load a whole large index.
-   A name that stands for several companies ("Verizon": Verizon Communications, Verizon Wireless Partners) keeps
-   them all, except that when the question names a year and some of them have a filing for it, the others go.
+   stay in scope. A name that stands for several registrants ("Verizon" of Verizon Communications and a Verizon
+   Holdings) pools their filings: the period decides among them (rule 3), and only then does the company the
+   question names in full come first; when the question names a year and some of them have a filing for it, the
+   others go. A known company's whole name beats a weak partial hit inside it ("Sun Life Financial" is not an
+   indexed "Sun ..." by its first word), and a year inside a company's name is no period. With no indexed company
+   named: a single-company index is scoped to that company, otherwise the scope is every filing (unscoped) with
+   the reason, never an empty scope (``bound_unscoped`` caps it by a vector search: the dense filing ranking).
+   Known companies the index lacks and names nobody knows are listed in ``unmatched`` (``status`` "not_indexed"
+   or "unknown"); ``FilingScope`` turns the first into an empty scope with a notice, the second into a notice.
 3. Target period. Of the periods a question mentions, the one introduced by "as of" wins; otherwise the latest
    one that is not forward-looking ("expect to pay in 2024", "guidance for FY2023"): "FY2017-FY2019 average" and
    "change between FY2022 and FY2023" are both answered by the latest year's filing, which carries the earlier
@@ -34,8 +40,8 @@ Scoping rules (the weights are the module constants below; each score line becom
 4. Dates ("on May 26, 2023") are compared with ``period_end``: exact day, within a week (an 8-K is filed up to four
    business days after its event), or the same month.
 5. Form hints add to matching forms ("annual report" -> 10-K/20-F/40-F, "quarterly report" -> 10-Q, "8-K",
-   "earnings/press release" -> earnings_release); forward-looking or non-GAAP wording ("guidance", "adjusted
-   EBITDA") is a weak hint for an earnings release. An 8-K whose Items fit the question's topic ("vote", "annual
+   "earnings/press release" -> earnings_release, and an 8-K furnishing one: Item 2.02); forward-looking or
+   non-GAAP wording ("guidance", "adjusted EBITDA") is a weak hint for an earnings release. An 8-K whose Items fit the question's topic ("vote", "annual
    meeting" -> Item 5.07) gains a little, which separates 8-Ks of the same month.
 6. No period mentioned: every filing of the company is a candidate and annual reports come first, most recent
    first. The rationale: an undated question is usually about the current state or the history, which the
