@@ -42,6 +42,7 @@ FILING_DIRS = ("financebench-dev/pdfs", "more-filings/pdfs", "more-filings/edgar
 FIRST_PAGES = 20
 SEED = 26
 N_CLONE_COMPANIES = 300
+N_NUMBERED = 12
 RENAMED_SHARE = 0.1
 NO_CIK_SHARE = 0.5
 
@@ -314,6 +315,9 @@ def clone_profiles(reference: Any, used_ciks: set[str], rng: random.Random) -> t
     rest of the table is returned for the questions about companies the store lacks."""
     pool = [c for c in reference if c.cik not in used_ciks and c.tickers and len(c.name) >= 4]
     rng.shuffle(pool)
+    # Names with a number ("3M", "1-800-Flowers") are rare; a few of them so that the style has questions.
+    numbered = [c for c in pool if number_words(c.name)][:N_NUMBERED]
+    pool = numbered + [c for c in pool if c not in numbered]
     chosen, rest = pool[:N_CLONE_COMPANIES], pool[N_CLONE_COMPANIES:]
     renamed = set(rng.sample(range(len(chosen)), int(RENAMED_SHARE * len(chosen))))
     old_names = iter(rest[-len(renamed) :])

@@ -78,6 +78,8 @@ _FINANCE_WORDS = _upper_words(
     EBITDAX
     """
 )
+# A ticker as a question writes it: "BBY", "$BBY", "BRK.B", "BRK-B".
+_SYMBOL_IN_TEXT = re.compile(r"(?<![\w$])(?P<cash>\$)?(?P<t>[A-Z]{1,5}(?:[.-][A-Z]{1,2})?)(?![\w])")
 _TICKER_CONTEXT = re.compile(r"(?:ticker|symbol|NYSE|NASDAQ|Nasdaq|AMEX|CBOE)\s*(?::\s*)?$", re.IGNORECASE)
 # "J&J", "P & G", "JnJ", "BofA", "IBM", "AMD": an initialism as a question writes it.
 _INITIALISM = re.compile(
@@ -235,21 +237,14 @@ class CompanyIndex:
         self._max_tokens = 1
         self._indexed_ciks: set[str] = set()
         self._former: dict[str, tuple[str, ...]] = {}
+        self._by_name_key: dict[str, list[str]] | None = None
         self._build(list(profiles), aliases or {}, listed_aliases or {})
         self._fuzzy_by_first: dict[str, list[tuple[str, _AliasEntry]]] = {}
         for key, entries in self._aliases.items():
             if len(key) >= _FUZZY_MIN_LEN and not key.isdigit():
                 for e in entries:
                     self._fuzzy_by_first.setdefault(key[0], []).append((key, e))
-        self._ticker_pattern = (
-            re.compile(
-                r"(?<![\w$])(?P<cash>\$)?(?P<t>"
-                + "|".join(re.escape(t) for t in sorted(self._tickers, key=len, reverse=True))
-                + r")(?![\w])"
-            )
-            if self._tickers
-            else None
-        )
+
 
     # build ----------------------------------------------------------------------------------------------------------
 
@@ -360,8 +355,14 @@ class CompanyIndex:
         digits = re.sub(r"\D", "", target)
         if digits and digits == target.strip() and f"cik:{digits.zfill(10)}" in self.companies:
             return [f"cik:{digits.zfill(10)}"]
-        wanted = _name_key(target)
-        return [k for k, e in self.companies.items() if any(_name_key(n) == wanted for n in e.names)]
+        if self._by_name_key is None:
+            self._by_name_key = {}
+            for k, e in self.companies.items():
+                for n in e.names:
+                    keys = self._by_name_key.setdefault(_name_key(n), [])
+                    if k not in keys:
+                        keys.append(k)
+        return list(self._by_name_key.get(_name_key(target), []))
 
     def _add_mapped(self, mapping: Mapping[str, Sequence[str]], how: str, warn: bool) -> None:
         for target, extra in mapping.items():
@@ -452,11 +453,13 @@ class CompanyIndex:
         return found
 
     def _ticker_hits(self, question: str) -> list[CompanyMention]:
-        if self._ticker_pattern is None:
+        if not self._tickers:
             return []
         found: list[CompanyMention] = []
-        for m in self._ticker_pattern.finditer(question):
+        for m in _SYMBOL_IN_TEXT.finditer(question):
             ticker = m.group("t")
+            if ticker not in self._tickers:
+                continue
             if (ticker in _AMBIGUOUS_TICKERS or len(ticker) == 1) and not (
                 m.group("cash") or _TICKER_CONTEXT.search(question[max(0, m.start() - 20) : m.start()])
             ):
@@ -538,7 +541,7 @@ class CompanyIndex:
                         found.append(
                             KnownMention(question[start:end], start, end, company.name, company.ticker, cik, "name")
                         )
-        for m in re.finditer(r"(?<![\w$])(?P<cash>\$)?(?P<t>[A-Z]{1,5}(?:[.-][A-Z]{1,2})?)(?![\w])", question):
+        for m in _SYMBOL_IN_TEXT.finditer(question):
             ticker = m.group("t")
             known = ref.by_symbol(ticker)
             if known is None or known.cik in self._indexed_ciks or not free(m.start(), m.end()):

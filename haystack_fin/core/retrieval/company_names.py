@@ -74,21 +74,34 @@ STRENGTH = {"name": 3, "alias": 3, "former": 3, "initialism": 2, "abbreviation":
 
 def fold(text: str) -> str:
     """Lower case without accents, typographic apostrophes made plain."""
-    text = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in text if not unicodedata.combining(c)).lower().replace("’", "'")
+    if not text.isascii():  # most names are ASCII: the decomposition is only needed for the others
+        text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return text.lower().replace("’", "'")
+
+
+# EDGAR's conformed names carry a state or form tag: "PEOPLES FINANCIAL CORP /MS/", "... LTD/ADR".
+_EDGAR_TAG = re.compile(r"\s*/(?:[a-z]{2,3}/|adr\b|new/?)")
+_INITIAL_DOTS = re.compile(r"\b([a-z])\.(?=[a-z]\.)")  # "l.p." -> "lp.", "n.v." -> "nv."
+_POSSESSIVE = re.compile(r"'s\b")
+_DIGIT_LETTERS = re.compile(r"(?<=\d)(?=[a-z]{1,2}\b)(?!(?:st|nd|rd|th)\b)|(?<=\b[a-z])(?=\d)")
+_TOKEN = re.compile(r"[^\W_]+")
+_HAS_DIGIT = re.compile(r"\d")
 
 
 def name_tokens(name: str, drop_ampersand: bool = False) -> list[str]:
     """Word tokens of a name: folded, "&" read as "and" (or dropped), possessive "'s" and dots of initials
     removed, digits split from letters ("3M" -> "3", "m")."""
     s = fold(name)
-    # EDGAR's conformed names carry a state or form tag: "PEOPLES FINANCIAL CORP /MS/", "... LTD/ADR".
-    s = re.sub(r"\s*/(?:[a-z]{2,3}/|adr\b|new/?)", " ", s)
-    s = re.sub(r"\b([a-z])\.(?=[a-z]\.)", r"\1", s)  # "l.p." -> "lp.", "n.v." -> "nv."
-    s = re.sub(r"'s\b", "", s)
+    if "/" in s:
+        s = _EDGAR_TAG.sub(" ", s)
+    if "." in s:
+        s = _INITIAL_DOTS.sub(r"\1", s)
+    if "'" in s:
+        s = _POSSESSIVE.sub("", s)
     s = s.replace("&", " " if drop_ampersand else " and ")
-    s = re.sub(r"(?<=\d)(?=[a-z]{1,2}\b)(?!(?:st|nd|rd|th)\b)|(?<=\b[a-z])(?=\d)", " ", s)
-    return re.findall(r"[^\W_]+", s)
+    if _HAS_DIGIT.search(s):
+        s = _DIGIT_LETTERS.sub(" ", s)
+    return _TOKEN.findall(s)
 
 
 def compact(text: str) -> str:
