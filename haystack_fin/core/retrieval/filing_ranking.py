@@ -41,8 +41,9 @@ Scoping rules (the weights are the module constants below; each score line becom
    business days after its event), or the same month.
 5. Form hints add to matching forms ("annual report" -> 10-K/20-F/40-F, "quarterly report" -> 10-Q, "8-K",
    "earnings/press release" -> earnings_release, and an 8-K furnishing one: Item 2.02); forward-looking or
-   non-GAAP wording ("guidance", "adjusted EBITDA") is a weak hint for an earnings release. An 8-K whose Items fit the question's topic ("vote", "annual
-   meeting" -> Item 5.07) gains a little, which separates 8-Ks of the same month.
+   non-GAAP wording ("guidance", "adjusted EBITDA") is a weak hint for an earnings release. An 8-K whose Items
+   fit the question's topic ("vote", "annual meeting" -> Item 5.07) gains a little, which separates 8-Ks of the
+   same month.
 6. No period mentioned: every filing of the company is a candidate and annual reports come first, most recent
    first. The rationale: an undated question is usually about the current state or the history, which the
    latest 10-K covers best, and the older ones that follow keep the history in scope.
