@@ -245,7 +245,6 @@ class CompanyIndex:
                 for e in entries:
                     self._fuzzy_by_first.setdefault(key[0], []).append((key, e))
 
-
     # build ----------------------------------------------------------------------------------------------------------
 
     def _reference_cik(self, p: FilingProfile) -> str:
