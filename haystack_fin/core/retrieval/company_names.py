@@ -59,14 +59,39 @@ GENERIC_WORDS = _words(
 )
 CONNECTORS = _words("and of the de du la")
 
-_NUMBER_WORDS = {
-    "0": "zero", "1": "one", "2": "two", "3": "three", "4": "four", "5": "five", "6": "six", "7": "seven",
-    "8": "eight", "9": "nine", "10": "ten", "11": "eleven", "12": "twelve", "13": "thirteen", "14": "fourteen",
-    "15": "fifteen", "16": "sixteen", "17": "seventeen", "18": "eighteen", "19": "nineteen", "20": "twenty",
-    "30": "thirty", "40": "forty", "50": "fifty", "60": "sixty", "70": "seventy", "80": "eighty", "90": "ninety",
-    "100": "hundred", "1000": "thousand",
-    "1st": "first", "2nd": "second", "3rd": "third", "4th": "fourth", "5th": "fifth", "21st": "twenty first",
-}  # fmt: skip
+_UNITS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+]
+_UNITS += ["seventeen", "eighteen", "nineteen"]
+_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_ORDINAL_WORDS = {"1st": "first", "2nd": "second", "3rd": "third", "4th": "fourth", "5th": "fifth"}
+
+
+def _number_word(n: int) -> str:
+    """0-99 in words, as names write them ("21" -> "twenty one"; the hyphen of "Twenty-One" is a space here)."""
+    if n < 20:
+        return _UNITS[n]
+    return _TENS[n // 10] + ("" if n % 10 == 0 else " " + _UNITS[n % 10])
+
+
+_NUMBER_WORDS = {str(n): _number_word(n) for n in range(100)} | {"100": "hundred", "1000": "thousand"}
+_NUMBER_WORDS |= _ORDINAL_WORDS
 _WORD_NUMBERS = {w: d for d, w in _NUMBER_WORDS.items()}
 
 STRENGTH = {"name": 3, "alias": 3, "former": 3, "initialism": 2, "abbreviation": 2, "short": 1}
@@ -83,7 +108,7 @@ def fold(text: str) -> str:
 _EDGAR_TAG = re.compile(r"\s*/(?:[a-z]{2,3}/|adr\b|new/?)")
 _INITIAL_DOTS = re.compile(r"\b([a-z])\.(?=[a-z]\.)")  # "l.p." -> "lp.", "n.v." -> "nv."
 _POSSESSIVE = re.compile(r"'s\b")
-_DIGIT_LETTERS = re.compile(r"(?<=\d)(?=[a-z]{1,2}\b)(?!(?:st|nd|rd|th)\b)|(?<=\b[a-z])(?=\d)")
+_DIGIT_LETTERS = re.compile(r"(?<=\d)(?=[a-z])(?!(?:st|nd|rd|th)\b)|(?<=\b[a-z])(?=\d)")
 _TOKEN = re.compile(r"[^\W_]+")
 _HAS_DIGIT = re.compile(r"\d")
 
@@ -201,7 +226,7 @@ def _number_variants(tokens: list[str]) -> list[list[str]]:
     """The tokens with numbers written as words, or number words as digits ("3 m" <-> "three m")."""
     if not any(t in _NUMBER_WORDS or t in _WORD_NUMBERS for t in tokens):
         return []
-    as_words = [_NUMBER_WORDS.get(t, t) for t in tokens]
+    as_words = [w for t in tokens for w in _NUMBER_WORDS.get(t, t).split()]
     as_digits = [_WORD_NUMBERS.get(t, t) for t in tokens]
     return [v for v in (as_words, as_digits) if v != tokens]
 
