@@ -249,3 +249,15 @@ def test_fuzzy_threshold():
     index = CompanyIndex(STORE)
     assert [m.how for m in index.find("What did Amercan Express earn?")] == ["fuzzy"]  # one edit, 15 letters
     assert index.find("What did Amrcan Exprss earn in total?") == []  # three edits
+
+
+def test_a_distinctive_later_word_of_a_name_when_nothing_else_matches():
+    profiles = [
+        FilingProfile("KHC_2022_10K", "The Kraft Heinz Company", "", "10-K", 2022),
+        FilingProfile("ATVI_2019_10K", "Activision Blizzard, Inc.", "", "10-K", 2019),
+        FilingProfile("LMT_2022_10K", "Lockheed Martin Corporation", "", "10-K", 2022),
+    ]
+    index = CompanyIndex(profiles)
+    assert [(m.key, m.how) for m in index.find("What did Heinz earn in FY2022?")] == [("kraft heinz", "token")]
+    assert [m.key for m in index.find("How many Blizzard games sold?")] == ["activision blizzard"]
+    assert index.find("What is the heinz ketchup share?") == []  # written as a word, not a name

@@ -19,6 +19,7 @@ from typing import Any
 
 from haystack_fin.core.retrieval.company_names import (
     CONNECTORS,
+    GENERIC_WORDS,
     ORDINARY_WORDS,
     STRENGTH,
     Alias,
@@ -116,7 +117,7 @@ class CompanyMention:
     def strength(self) -> int:
         if self.how == "ticker":
             return 4
-        return 0 if self.how == "fuzzy" else STRENGTH.get(self.how, 3)
+        return 0 if self.how in ("fuzzy", "token") else STRENGTH.get(self.how, 3)
 
     def describe(self) -> str:
         how = {
@@ -129,6 +130,7 @@ class CompanyMention:
             "ticker": "ticker",
             "short": "short name",
             "fuzzy": f"name (fuzzy, {self.distance} edit{'s' if self.distance != 1 else ''})",
+            "token": "a distinctive word of the name",
         }.get(self.how, self.how)
         return f"company '{self.text}' matched {how} '{self.alias}' of {self.company}"
 
@@ -238,6 +240,7 @@ class CompanyIndex:
         self._indexed_ciks: set[str] = set()
         self._former: dict[str, tuple[str, ...]] = {}
         self._by_name_key: dict[str, list[str]] | None = None
+        self._later_words: dict[str, set[str]] = {}
         self._build(list(profiles), aliases or {}, listed_aliases or {})
         self._fuzzy_by_first: dict[str, list[tuple[str, _AliasEntry]]] = {}
         for key, entries in self._aliases.items():
@@ -297,6 +300,16 @@ class CompanyIndex:
                 by_root.setdefault(groups.find(p.filing_id), []).append(p)
         for members in by_root.values():
             self._add_company(members, [ciks[p.filing_id] for p in members])
+        first_words: set[str] = set()
+        for key, entry in self.companies.items():
+            for name in entry.names:
+                words = without_legal_form(name_tokens(name))
+                first_words.update(words[:1])
+                for w in words[1:]:
+                    if len(w) >= 4 and w.isalpha() and w not in ORDINARY_WORDS and w not in GENERIC_WORDS:
+                        self._later_words.setdefault(w, set()).add(key)
+        for w in first_words:  # a word that starts another company's name is that company's more than this one's
+            self._later_words.pop(w, None)
         for key, entry in self.companies.items():
             for name in entry.names:
                 former = name in self._former.get(key, ())
@@ -405,7 +418,21 @@ class CompanyIndex:
         found = self._exact(question, tokens) + self._initialism_hits(question) + self._ticker_hits(question)
         if all(m.strength <= 1 for m in found):  # nothing, or only first words: a misspelt full name may be there
             found += self._fuzzy(question, tokens)
+        if not found:
+            found = self._token_overlap(question, tokens)
         return self._non_overlapping(found)
+
+    def _token_overlap(self, question: str, tokens: list[tuple[str, int, int]]) -> list[CompanyMention]:
+        """A capitalized word that is a distinctive later word of one indexed company's name ("Heinz" of "Kraft
+        Heinz", "Blizzard" of "Activision Blizzard"): not an ordinary, generic or legal-form word, and of no other
+        indexed company's name. Only when nothing else matched."""
+        found: list[CompanyMention] = []
+        for word, start, end in tokens:
+            keys = self._later_words.get(word)
+            if keys and len(keys) == 1 and question[start].isupper():
+                key = next(iter(keys))
+                found.append(self._mention(question[start:end], start, end, key, word, "token"))
+        return found
 
     @staticmethod
     def _tokens(question: str) -> list[tuple[str, int, int]]:
