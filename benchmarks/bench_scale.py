@@ -173,7 +173,7 @@ def clone_filing(nodes: Sequence[Document], spec: CloneSpec) -> list[Document]:
         meta[schema.FILING_ID] = spec.filing_id
         meta[schema.COMPANY] = spec.company
         meta[schema.TICKER] = spec.ticker
-        if meta.get(schema.NODE_TYPE) == schema.NodeType.FILING.value:
+        if meta.get(schema.NODE_TYPE) in (schema.NodeType.FILING.value, schema.NodeType.PROFILE.value):
             # The clone is another registrant: the source's identity (CIK, file numbers, IRS number) is not its.
             for key in schema.IDENTITY_FIELDS:
                 meta.pop(key, None)
@@ -214,7 +214,8 @@ def distractors(
         nodes = by_filing[sources[(number - 1) % len(sources)]]
         filing = next(n for n in nodes if n.meta.get(schema.NODE_TYPE) == schema.NodeType.FILING.value)
         if filing_nodes_only:
-            nodes = [filing]
+            kinds = (schema.NodeType.FILING.value, schema.NodeType.PROFILE.value)
+            nodes = [n for n in nodes if n.meta.get(schema.NODE_TYPE) in kinds]
         spec = clone_spec(
             str(filing.meta[schema.FILING_ID]),
             str(filing.meta.get(schema.FORM) or ""),

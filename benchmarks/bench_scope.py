@@ -588,12 +588,39 @@ def score(data: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     return {"overall": overall, "by_style": styles, "misses": misses}
 
 
+def scope_startup(store_path: str) -> dict[str, Any]:
+    """Seconds for FilingScope's start in this process: open the Edge store, read every filing profile, build the
+    company index (with the reference table and the alias file where the code has them)."""
+    t0 = time.perf_counter()
+    from haystack_fin.components.filing_scope import FilingScope
+    from haystack_fin.document_stores.qdrant_edge.document_store import QdrantEdgeDocumentStore
+
+    imported = time.perf_counter() - t0
+    store = QdrantEdgeDocumentStore(path=store_path, index="haystack_fin", embedding_dim=384, return_embedding=True)
+    t1 = time.perf_counter()
+    scope = FilingScope(document_store=store, refresh_seconds=None)
+    scope.warm_up()
+    warm = time.perf_counter() - t1
+    return {"import_s": round(imported, 3), "warm_up_s": round(warm, 3), "filings": len(scope.profiles)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
+    parser.add_argument(
+        "--startup-store",
+        default=None,
+        help="an Edge store (e.g. bench_scale's N=5,000): time FilingScope's start on it, fresh process per run",
+    )
+    parser.add_argument("--startup-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--baseline-code", default=None, help="another checkout whose FilingScope is measured too")
     parser.add_argument("--data", default=None, help="(internal) run the scope of this checkout on a data JSON")
     args = parser.parse_args(argv)
+    if args.startup_child:
+        Path(args.out).write_text(json.dumps(scope_startup(args.startup_store)))
+        return 0
+    if args.startup_store:
+        return startup_runs(args)
     if args.data:  # child: the scope of the code on sys.path
         data = json.loads(Path(args.data).read_text())
         Path(args.out).write_text(json.dumps(run_scope(data)))
@@ -628,6 +655,36 @@ def main(argv: list[str] | None = None) -> int:
         print(label, json.dumps(report[label]["overall"]))
         for style, s in report[label]["by_style"].items():
             print("   ", style.ljust(26), s)
+    return 0
+
+
+def startup_runs(args: argparse.Namespace, runs: int = 3) -> int:
+    """FilingScope's start on ``--startup-store``, this code and ``--baseline-code`` alternating, fresh processes."""
+    codes = {"this code": str(Path(__file__).resolve().parents[1])}
+    if args.baseline_code:
+        codes["baseline"] = args.baseline_code
+    report: dict[str, Any] = {"store": args.startup_store, "runs": {label: [] for label in codes}}
+    for _ in range(runs):
+        for label, code in codes.items():
+            out = Path(args.out).with_suffix(".startup.tmp.json")
+            env = {**os.environ, "PYTHONPATH": code, "HF_HUB_OFFLINE": "1", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+            cmd = [
+                sys.executable,
+                __file__,
+                "--startup-child",
+                "--startup-store",
+                args.startup_store,
+                "--out",
+                str(out),
+            ]
+            subprocess.run(cmd, check=True, env=env, cwd=code)
+            report["runs"][label].append(json.loads(out.read_text()))
+            out.unlink()
+    report["load_avg"] = round(os.getloadavg()[0], 2)
+    for label, rows in report["runs"].items():
+        report[label] = {"warm_up_s_median": sorted(r["warm_up_s"] for r in rows)[len(rows) // 2]}
+    Path(args.out).write_text(json.dumps(report, indent=2))
+    print(json.dumps({k: v for k, v in report.items() if k != "runs"}))
     return 0
 
 

@@ -132,13 +132,35 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     store.return_embedding = True  # the filing vectors are computed from the chunks' vectors
     try:
         updated = add_filing_vectors(store, quiet=args.quiet)
+        profiled = add_profile_nodes(store)
         if callable(getattr(store, "optimize", None)) and not args.no_optimize:
             store.optimize()
     finally:
         store.close()
     if not args.quiet:
-        print(f"added filing vectors to {updated} filing(s)", file=sys.stderr)
+        print(f"added filing vectors to {updated} filing(s), profile nodes to {profiled}", file=sys.stderr)
     return 0
+
+
+def add_profile_nodes(store: Any) -> int:
+    """Write the profile node (``FilingSplitter.profile_node``) of every filing that has none; returns how many."""
+    from haystack.document_stores.types import DuplicatePolicy
+
+    from haystack_fin.components.filing_splitter import FilingSplitter
+    from haystack_fin.core import schema
+
+    have = {
+        str(d.meta.get(schema.FILING_ID))
+        for d in store.filter_documents(filters=schema.node_type_filter(schema.NodeType.PROFILE))
+    }
+    missing = [
+        FilingSplitter.profile_node(d)
+        for d in store.filter_documents(filters=schema.node_type_filter(schema.NodeType.FILING))
+        if str(d.meta.get(schema.FILING_ID)) not in have
+    ]
+    if missing:
+        store.write_documents(missing, policy=DuplicatePolicy.OVERWRITE)
+    return len(missing)
 
 
 def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, Any]]:

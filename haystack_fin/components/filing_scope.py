@@ -18,12 +18,14 @@ from haystack_fin.store_registry import SharedStoreClient, filter_documents_with
 logger = logging.getLogger(__name__)
 
 _FILING_NODES = schema.node_type_filter(schema.NodeType.FILING)
+_PROFILE_NODES = schema.node_type_filter(schema.NodeType.PROFILE)
 # What scope reads of a filing node: its provenance, period, Items and identity, not its FLAM statistics (most of
 # its size) or its content; the stores that can (Qdrant Edge) read only these fields.
 _PROFILE_FIELDS = (
     *schema.FILING_FIELDS,
     schema.NODE_TYPE,
     schema.ITEMS,
+    schema.ITEM_CODES,
     *schema.IDENTITY_FIELDS,
 )
 _REFERENCES: dict[str, CompanyReference | None] = {}
@@ -41,13 +43,27 @@ def company_reference(source: str | None) -> CompanyReference | None:
 
 
 def read_profiles(store: Any) -> list[FilingProfile]:
-    """Every filing node's profile: only the fields scope reads where the store can select them (Qdrant Edge:
-    ``include_meta``), else the nodes without their FLAM statistics."""
+    """Every filing's profile: its profile node (``FilingSplitter.profile_node``, a few small fields), else, for a
+    filing indexed before profile nodes existed, its filing node read with only the fields scope needs where the
+    store can select them (Qdrant Edge ``include_meta``) and without the FLAM statistics elsewhere.
+
+    Reading thousands of filing nodes costs seconds even field by field (the store reads each whole payload), so a
+    store whose every filing has a profile node starts in a time that hardly grows with it."""
+    profiles = {p.filing_id: p for p in map(FilingProfile.from_meta, (d.meta for d in _read(store, _PROFILE_NODES)))}
+    n_filings = store.count_documents_by_filter(_FILING_NODES) if hasattr(store, "count_documents_by_filter") else -1
+    if n_filings == len(profiles) and profiles:
+        return list(profiles.values())
+    for doc in _read(store, _FILING_NODES):
+        profile = FilingProfile.from_meta(doc.meta)
+        profiles.setdefault(profile.filing_id, profile)
+    return list(profiles.values())
+
+
+def _read(store: Any, filters: dict[str, Any]) -> list[Any]:
     try:
-        nodes = store.filter_documents(filters=_FILING_NODES, include_meta=list(_PROFILE_FIELDS))
+        return list(store.filter_documents(filters=filters, include_meta=list(_PROFILE_FIELDS)))
     except TypeError:  # a store without field selection
-        nodes = filter_documents_without(store, _FILING_NODES, schema.FLAM_STATISTICS)
-    return [FilingProfile.from_meta(doc.meta) for doc in nodes]
+        return filter_documents_without(store, filters, schema.FLAM_STATISTICS)
 
 
 @component

@@ -463,13 +463,21 @@ class FilingSplitter:
                 capped[item] = dict(counted)
         return capped
 
+    @staticmethod
+    def profile_node(filing_node: Document) -> Document:
+        """The filing's profile node (``schema.FilingNode.profile_meta``): the few fields the filing scope reads at
+        start, so that starting does not read every filing node's Items and statistics."""
+        node = schema.FilingNode.from_meta(filing_node.meta)
+        return Document(id=schema.profile_node_id(node.filing_id), content="", meta=node.profile_meta())
+
     @component.output_types(documents=list[Document], filing_nodes=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """
         Split filings.
 
         :param documents: one Document per filing (FilingConverter output, or page text with form feeds).
-        :returns: ``documents``: the chunks of all filings in order; ``filing_nodes``: one node per filing.
+        :returns: ``documents``: the chunks of all filings in order; ``filing_nodes``: per filing its filing node
+            and its profile node (``node_type`` "profile", ``profile_node``).
         """
         self.warm_up()
         chunks: list[Document] = []
@@ -477,5 +485,5 @@ class FilingSplitter:
         for doc in documents:
             doc_chunks, node = self.split_filing(doc)
             chunks.extend(doc_chunks)
-            nodes.append(node)
+            nodes.extend((node, self.profile_node(node)))
         return {"documents": chunks, "filing_nodes": nodes}

@@ -16,6 +16,9 @@ class NodeType(StrEnum):
     SUMMARY = "summary"
     QUESTION = "question"
     FILING = "filing"
+    # A filing's small profile for the filing scope (FilingNode.profile_meta): what scope reads at start, without
+    # the filing node's Items and FLAM statistics, whose size made reading thousands of filing nodes slow.
+    PROFILE = "profile"
 
 
 class Modality(StrEnum):
@@ -155,6 +158,8 @@ IRS_NUMBER = "irs_number"
 LEGAL_NAME = "legal_name"
 FORMER_NAMES = "former_names"
 IDENTITY_FIELDS: tuple[str, ...] = (CIK, TICKERS, SECURITIES, FILE_NUMBERS, IRS_NUMBER, LEGAL_NAME, FORMER_NAMES)
+# A profile node's Item codes (an 8-K's say which event it reports), in place of the filing node's Item entries.
+ITEM_CODES = "item_codes"
 
 
 def node_type_filter(node_type: NodeType) -> dict[str, Any]:
@@ -183,6 +188,11 @@ def parse_chunk_id(node_id: str) -> tuple[str, int] | None:
 def filing_node_id(filing_id: str) -> str:
     """``"<filing_id>#filing"``: the filing's one filing node."""
     return f"{filing_id}#filing"
+
+
+def profile_node_id(filing_id: str) -> str:
+    """``"<filing_id>#profile"``: the filing's profile node (``FilingNode.profile_meta``)."""
+    return f"{filing_id}#profile"
 
 
 def table_id(filing_id: str, number: int) -> str:
@@ -336,6 +346,14 @@ class FilingNode:
             meta[SECTION_TERM_TOTALS] = self.section_term_totals
         return meta
 
+    def profile_meta(self) -> dict[str, Any]:
+        """The meta of the filing's profile node: provenance, period, identity and Item codes; no Items, counts or
+        statistics. Its ``node_type`` is ``profile`` and its ``index_run`` the filing node's."""
+        meta = {k: v for k, v in self.to_meta().items() if k in (*FILING_FIELDS, *IDENTITY_FIELDS, INDEX_RUN)}
+        meta[ITEM_CODES] = [it["item"] for it in self.items if it["item"]]
+        meta[NODE_TYPE] = NodeType.PROFILE.value
+        return meta
+
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any]) -> "FilingNode":
         counts = meta.get(ITEM_TERM_COUNTS)
@@ -353,7 +371,7 @@ class FilingNode:
             period_end=str(meta.get(PERIOD_END) or ""),
             ticker=str(meta.get(TICKER) or ""),
             n_pages=_as_int(meta.get(N_PAGES)) or 0,
-            items=[_item_from_meta(it) for it in meta.get(ITEMS) or ()],
+            items=[_item_from_meta(it) for it in meta.get(ITEMS) or meta.get(ITEM_CODES) or ()],
             n_chunks_by_modality={str(k): int(v) for k, v in (meta.get(N_CHUNKS_BY_MODALITY) or {}).items()},
             index_run=str(meta.get(INDEX_RUN) or ""),
             item_term_counts=(

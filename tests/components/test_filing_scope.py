@@ -114,11 +114,24 @@ class TestFilingScope:
         counting.write_documents([filing_node(*row) for row in FILINGS])
         scope = FilingScope(document_store=counting)
         scope.warm_up()
+        reads = CountingStore.calls  # profile nodes, then (none here) the filing nodes
         scope.warm_up()
         scope.run(query="What was Netflix's FY2015 revenue?")
         scope.run(query="What was Netflix's FY2017 revenue?")
-        assert CountingStore.calls == 1
+        assert CountingStore.calls == reads <= 2
         assert len(scope.profiles) == 22  # chunks are not read as profiles
+
+    def test_profile_nodes_are_read_instead_of_filing_nodes(self):
+        from haystack_fin.components.filing_splitter import FilingSplitter
+
+        nodes = [filing_node(*row) for row in FILINGS]
+        store = InMemoryDocumentStore()
+        store.write_documents([*nodes, *(FilingSplitter.profile_node(n) for n in nodes)])
+        profiles = FilingScope(document_store=store).profiles
+        assert len(profiles) == 22
+        assert "5.07" in next(p for p in profiles if p.filing_id == "PEPSICO_2023_8K_dated-2023-05-05").items
+        result = FilingScope(document_store=store).run(query="How did PepsiCo shareholders vote on May 3, 2023?")
+        assert result["filing_ids"] == ["PEPSICO_2023_8K_dated-2023-05-05"]
 
     def test_run_scopes_to_the_asked_filing(self, store):
         result = FilingScope(document_store=store).run(query="Is Best Buy's quick ratio healthy as of Q2 FY2024?")
