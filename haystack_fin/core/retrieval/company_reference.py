@@ -108,7 +108,8 @@ class CompanyReference:
 def _rows_from_parquet(path: Path) -> list[tuple[str, str, str, str]]:
     import pyarrow.parquet as pq  # the `companies` extra; only imported when a parquet table is read
 
-    columns = pq.read_table(path).to_pydict()
+    # ParquetFile, not read_table: the dataset layer read_table goes through imports pandas (a second at start-up).
+    columns = pq.ParquetFile(path).read().to_pydict()
     n = len(columns.get("cik", []))
     get = {k: columns.get(k) or [""] * n for k in ("cik", "ticker", "exchange", "name")}
     return [
