@@ -15,7 +15,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from haystack_fin.core.retrieval.company_names import (
     CONNECTORS,
@@ -33,7 +32,7 @@ from haystack_fin.core.retrieval.company_names import (
     osa_distance,
     without_legal_form,
 )
-from haystack_fin.core.retrieval.company_reference import CompanyReference, KnownCompany
+from haystack_fin.core.retrieval.company_reference import CompanyReference
 from haystack_fin.core.retrieval.filing_profile import FilingProfile
 
 __all__ = [
@@ -408,9 +407,6 @@ class CompanyIndex:
                if e.key == key}  # fmt: skip
         return sorted(out)
 
-    def is_indexed_cik(self, cik: str) -> bool:
-        return cik in self._indexed_ciks
-
     def find(self, question: str) -> list[CompanyMention]:
         """Companies named in ``question``: aliases (names, initialisms, abbreviations, listed and user aliases) and
         tickers; fuzzy names only when neither hit."""
@@ -585,19 +581,6 @@ class CompanyIndex:
             if not any(k.start < o.end and o.start < k.end for o in kept):
                 kept.append(k)
         return sorted(kept, key=lambda k: k.start)
-
-    def known(self, cik: str) -> KnownCompany | None:
-        return self.reference.get(cik) if self.reference is not None else None
-
-
-def listed_aliases() -> dict[str, list[str]]:
-    """The shipped alias file (brands and renames that no rule derives)."""
-    return load_alias_file(ALIAS_FILE)
-
-
-def describe_index(index: CompanyIndex) -> dict[str, Any]:
-    """Counts for a log line."""
-    return {"companies": len(index), "reference": len(index.reference) if index.reference is not None else 0}
 
 
 # --- capitalized spans that are not company names -----------------------------------------------------------------
