@@ -616,6 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-code", default=None, help="another checkout whose FilingScope is measured too")
     parser.add_argument("--data", default=None, help="(internal) run the scope of this checkout on a data JSON")
     args = parser.parse_args(argv)
+    args.out = str(Path(args.out).resolve())  # the children run in the measured checkout's folder
     if args.startup_child:
         Path(args.out).write_text(json.dumps(scope_startup(args.startup_store)))
         return 0

@@ -416,13 +416,17 @@ def resolve_scope(
     topics = dict(event_topics) if event_topics is not None else question_event_topics(question)
     mentions = index.find(question)
     # A known company's whole name beats a weak hit (a first word, a fuzzy match) inside it: "Sun Life Financial"
-    # names the insurer the index lacks, not an indexed "Sun Pacific" by its first word.
+    # names the insurer the index lacks, not an indexed "Sun Pacific" by its first word; an exact known name also
+    # beats a fuzzy or one-word match of the same span ("Quantum" is Quantum Corp, not "Zapata Quantum").
     known = index.find_known(question, [(m.start, m.end) for m in mentions if m.strength >= 2])
     mentions = [
         m
         for m in mentions
-        if m.strength >= 2 or not any(k.start <= m.start and m.end <= k.end and k.end - k.start > m.end - m.start
-                                      for k in known)
+        if m.strength >= 2
+        or not any(
+            k.start <= m.start and m.end <= k.end and (k.end - k.start > m.end - m.start or m.strength == 0)
+            for k in known
+        )
     ]  # fmt: skip
     known = [k for k in known if not any(k.start < m.end and m.start < k.end for m in mentions)]
     # A year inside a company's name ("BlackRock Municipal 2030 Target Term Trust") is not a period of the question.
