@@ -231,7 +231,7 @@ def test_a_known_company_the_index_lacks_and_an_unknown_name():
     decision = resolve_scope("What was Apple's revenue in FY2022?", STORE, company_index=index)
     assert [(k.name, k.ticker) for k in decision.known] == [("Apple Inc.", "AAPL")]
     assert decision.unmatched[0]["status"] == "not_indexed"
-    assert decision.unmatched[0]["reason"] == "Apple Inc. (AAPL) is not in the indexed filings"
+    assert decision.unmatched[0]["reason"] == "Apple Inc. (AAPL), a listed company, has no indexed filing"
     unknown = resolve_scope("What was Zorblax Dynamics' revenue in FY2022?", STORE, company_index=index)
     assert unknown.unmatched[0]["status"] == "unknown" and unknown.filing_ids  # ranked, never empty
 

@@ -659,7 +659,7 @@ def _unmatched_names(
                 "text": k.text,
                 "company": k.name,
                 "ticker": k.ticker,
-                "reason": f"{k.name}{ticker} is not in the indexed filings",
+                "reason": f"{k.name}{ticker}, a listed company, has no indexed filing",
             }
         )
     taken = [(m.start, m.end) for m in mentions] + [(k.start, k.end) for k in known]
