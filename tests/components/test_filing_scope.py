@@ -390,7 +390,9 @@ def test_a_company_the_index_lacks_scopes_to_no_filing():
     scope = FilingScope(document_store=store, company_reference=REFERENCE)
     out = scope.run(query="What was Apple's revenue in fiscal 2019?")
     assert out["filing_ids"] == [] and out["filters"] == {}
-    assert out["scope"]["reason"] == "no indexed filing matches: Apple Inc. (AAPL), a listed company, has no indexed filing"
+    assert out["scope"]["reason"] == (
+        "no indexed filing matches: Apple Inc. (AAPL), a listed company, has no indexed filing"
+    )
     assert out["scope"]["not_indexed"][0]["ticker"] == "AAPL"
     assert scope.run(query="What was AAPL's revenue in fiscal 2019?")["filing_ids"] == []
     # an explicit scope is the caller's choice, and a named indexed company keeps its filings
