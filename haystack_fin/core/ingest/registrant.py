@@ -74,11 +74,11 @@ _TABLE_HEADER = re.compile(
 
 _FILE_NUMBER = r"(?:\d{1,3}-\d{3,6}(?!\d))"
 _FILE_LABEL = r"Commission\s+File\s+(?:No\.?|Numbers?)"
-_FILE_AFTER = re.compile(rf"{_FILE_LABEL}\s*:?\s*(?P<n>{_FILE_NUMBER}(?:\s*(?:and|,|&)\s*{_FILE_NUMBER})*)", re.I)
-_FILE_BEFORE = re.compile(rf"(?P<n>{_FILE_NUMBER})\s*\(?\s*{_FILE_LABEL}", re.IGNORECASE)
+_FILE_AFTER = re.compile(rf"{_FILE_LABEL}\s*+:?\s*+(?P<n>{_FILE_NUMBER}(?:\s*+(?:and|,|&)\s*+{_FILE_NUMBER})*)", re.I)
+_FILE_BEFORE = re.compile(rf"(?P<n>{_FILE_NUMBER})\s*+\(?\s*+{_FILE_LABEL}", re.IGNORECASE)
 # An 8-K's cover row "North Carolina 1-1183 13-1584302" above "(State ...) (Commission File Number) (IRS ...)".
 _FILE_ROW = re.compile(
-    rf"(?<![\d-])(?P<n>{_FILE_NUMBER})(?![\d-])(?=[^()]{{0,40}}\(\s*State[^)]{{0,60}}\)?\s*\(?\s*Commission)",
+    rf"(?<![\d-])(?P<n>{_FILE_NUMBER})(?![\d-])(?=[^()]{{0,40}}\(\s*+State[^)]{{0,60}}\)?\s*+\(?\s*+Commission)",
     re.IGNORECASE,
 )
 _IRS = re.compile(r"(?<![\d-])(?P<n>\d{2}-\d{7})(?![\d-])")
@@ -91,7 +91,7 @@ _HEADER_FILE = re.compile(rf"SEC\s+FILE\s+NUMBER:\s*(?P<n>{_FILE_NUMBER})")
 
 # The cover's label under a former name: "(Former name, former address and former fiscal year, if changed since
 # last report)", "(Former name or former address, if changed since last report)".
-_FORMER_LABEL = re.compile(r"\(?\s*Former\s+name\b[^)]{0,120}?(?:since\s+last\s+report)?\s*\)?", re.IGNORECASE)
+_FORMER_LABEL = re.compile(r"Former\s++name\b", re.IGNORECASE)
 _NOT_A_FORMER_NAME = re.compile(
     r"^(?:n/?a|none|not\s+applicable|no\s+change|unchanged|-+|—+)\.?$|\d{5}|street|avenue|suite|road|drive|boulevard"
     r"|parkway|p\.?o\.?\s+box|\(|registrant|telephone|address|check|mark",
@@ -103,7 +103,8 @@ _LEGAL_FORM = (
 _NAME = rf"[A-Z][\w&.,'’ -]{{1,80}}?\b{_LEGAL_FORM}"
 # "Block, Inc. (formerly known as Square, Inc.)", "(formerly, Wal-Mart Stores, Inc.)", "formerly named X".
 _FORMERLY = re.compile(
-    rf"\b(?:formerly|previously)\s*(?:known\s+as|named|called)?,?\s+(?:“|\")?(?P<name>{_NAME})(?![\w])", re.UNICODE
+    rf"\b(?:formerly|previously)\b\s*+(?:(?:known\s++as|named|called)\s*+)?,?\s*+(?:“|\")?(?P<name>{_NAME})(?![\w])",
+    re.UNICODE,
 )
 # "changed its name from Wal-Mart Stores, Inc. to Walmart Inc."
 _NAME_CHANGE = re.compile(
@@ -237,7 +238,7 @@ def cover_former_names(text: str) -> list[str]:
     "N/A", not an address)."""
     names: list[str] = []
     for m in _FORMER_LABEL.finditer(text):
-        head = text[: m.start()].rstrip()
+        head = text[: m.start()].rstrip().removesuffix("(").rstrip()
         line = head.rsplit("\n", 1)[-1].strip()
         candidate = _clean(line)
         if candidate and _looks_like_former_name(candidate) and candidate not in names:

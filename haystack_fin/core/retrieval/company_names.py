@@ -87,7 +87,7 @@ def fold(text: str) -> str:
 
 
 # EDGAR's conformed names carry a state or form tag: "PEOPLES FINANCIAL CORP /MS/", "... LTD/ADR".
-_EDGAR_TAG = re.compile(r"\s*/(?:[a-z]{2,3}/|adr\b|new/?)")
+_EDGAR_TAG = re.compile(r"/(?:[a-z]{2,3}/|adr\b|new/?)")
 _INITIAL_DOTS = re.compile(r"\b([a-z])\.(?=[a-z]\.)")  # "l.p." -> "lp.", "n.v." -> "nv."
 _POSSESSIVE = re.compile(r"'s\b")
 _DIGIT_LETTERS = re.compile(r"(?<=\d)(?=[a-z])(?!(?:st|nd|rd|th)\b)|(?<=\b[a-z])(?=\d)")
