@@ -35,7 +35,7 @@ $(BIN)/haystack-fin: pyproject.toml
 	else \
 		$(BIN)/pip install -q $(TORCH_SPEC); \
 	fi
-	$(BIN)/pip install -q -e ".[dev,trees,serve,ocr,docling]"
+	$(BIN)/pip install -q -e ".[dev,trees,serve,ocr,docling,companies]"
 	touch $@
 
 # [docling] (FilingConverter(backend="docling") on HTML/DOCX, no models) adds 9-23 s (warm/cold pip cache) and

@@ -173,6 +173,12 @@ def clone_filing(nodes: Sequence[Document], spec: CloneSpec) -> list[Document]:
         meta[schema.FILING_ID] = spec.filing_id
         meta[schema.COMPANY] = spec.company
         meta[schema.TICKER] = spec.ticker
+        if meta.get(schema.NODE_TYPE) in (schema.NodeType.FILING.value, schema.NodeType.PROFILE.value):
+            # The clone is another registrant: the source's identity (CIK, file numbers, IRS number) is not its.
+            for key in schema.IDENTITY_FIELDS:
+                meta.pop(key, None)
+            meta[schema.TICKERS] = [spec.ticker]
+            meta[schema.LEGAL_NAME] = spec.company
         for key in (schema.PERIOD, schema.PERIOD_END):
             if meta.get(key):
                 meta[key] = shift_years(str(meta[key]), spec.year_shift)
@@ -198,12 +204,18 @@ def clone_filing(nodes: Sequence[Document], spec: CloneSpec) -> list[Document]:
     return out
 
 
-def distractors(by_filing: dict[str, list[Document]], n_clones: int) -> Iterator[list[Document]]:
-    """``n_clones`` cloned filings, round-robin over the source filings (sorted by id), one list of nodes each."""
+def distractors(
+    by_filing: dict[str, list[Document]], n_clones: int, filing_nodes_only: bool = False
+) -> Iterator[list[Document]]:
+    """``n_clones`` cloned filings, round-robin over the source filings (sorted by id), one list of nodes each
+    (only the filing node with ``filing_nodes_only``: a cheap store for start-up, which reads filing nodes)."""
     sources = sorted(by_filing)
     for number in range(1, n_clones + 1):
         nodes = by_filing[sources[(number - 1) % len(sources)]]
         filing = next(n for n in nodes if n.meta.get(schema.NODE_TYPE) == schema.NodeType.FILING.value)
+        if filing_nodes_only:
+            kinds = (schema.NodeType.FILING.value, schema.NodeType.PROFILE.value)
+            nodes = [n for n in nodes if n.meta.get(schema.NODE_TYPE) in kinds]
         spec = clone_spec(
             str(filing.meta[schema.FILING_ID]),
             str(filing.meta.get(schema.FORM) or ""),
@@ -280,7 +292,12 @@ def load_source(path: Path, work: Path) -> dict[str, list[Document]]:
 
 
 def write_store(
-    backend: str, path: Path, by_filing: dict[str, list[Document]], n: int, deadline: float
+    backend: str,
+    path: Path,
+    by_filing: dict[str, list[Document]],
+    n: int,
+    deadline: float,
+    filing_nodes_only: bool = False,
 ) -> tuple[int, float]:
     """Write the originals and ``n - len(by_filing)`` clones; returns (nodes written, seconds). (Optimizing an
     Edge store afterwards, as ``haystack-fin index`` does, is ``optimize_store``.)
@@ -297,7 +314,7 @@ def write_store(
     try:
         for nodes in by_filing.values():  # the originals keep their ids, so gold pages stay valid
             written += store.write_documents(nodes, policy=DuplicatePolicy.OVERWRITE)
-        for i, nodes in enumerate(distractors(by_filing, max(0, n - len(by_filing))), 1):
+        for i, nodes in enumerate(distractors(by_filing, max(0, n - len(by_filing)), filing_nodes_only), 1):
             written += store.write_documents(nodes, policy=DuplicatePolicy.OVERWRITE)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"writing stopped after {i} clones")
@@ -540,6 +557,11 @@ def main() -> int:
     )
     parser.add_argument("--write-only", action="store_true", help="write (and keep) the stores, measure nothing")
     parser.add_argument(
+        "--filing-nodes-only",
+        action="store_true",
+        help="clones are filing nodes only (start-up reads those; questions scoped to a clone find no passages)",
+    )
+    parser.add_argument(
         "--no-optimize",
         action="store_true",
         help="measure Edge stores as written, without the optimize() that `haystack-fin index` runs after a batch",
@@ -606,7 +628,7 @@ def main() -> int:
                     logger.info("%s N=%d: reusing %s (written in %s s)", backend, n, store, row.get("write_s"))
                 else:
                     marker.unlink(missing_ok=True)
-                    nodes, seconds = write_store(backend, store, by_filing, n, deadline)
+                    nodes, seconds = write_store(backend, store, by_filing, n, deadline, args.filing_nodes_only)
                     row.update(nodes=nodes, write_s=round(seconds, 1), disk_mb=round(disk_mb(store), 1))
                     logger.info("%s N=%d: wrote %d nodes in %.1f s", backend, n, nodes, seconds)
                 # The marker is written before optimizing, so that a run stopped there resumes with --reuse.

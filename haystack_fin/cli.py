@@ -210,13 +210,35 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     store.return_embedding = True  # the filing vectors are computed from the chunks' vectors
     try:
         updated = add_filing_vectors(store, quiet=args.quiet)
+        profiled = add_profile_nodes(store)
         if callable(getattr(store, "optimize", None)) and not args.no_optimize:
             store.optimize()
     finally:
         store.close()
     if not args.quiet:
-        print(f"added filing vectors to {updated} filing(s)", file=sys.stderr)
+        print(f"added filing vectors to {updated} filing(s), profile nodes to {profiled}", file=sys.stderr)
     return 0
+
+
+def add_profile_nodes(store: Any) -> int:
+    """Write the profile node (``FilingSplitter.profile_node``) of every filing that has none; returns how many."""
+    from haystack.document_stores.types import DuplicatePolicy
+
+    from haystack_fin.components.filing_splitter import FilingSplitter
+    from haystack_fin.core import schema
+
+    have = {
+        str(d.meta.get(schema.FILING_ID))
+        for d in store.filter_documents(filters=schema.node_type_filter(schema.NodeType.PROFILE))
+    }
+    missing = [
+        FilingSplitter.profile_node(d)
+        for d in store.filter_documents(filters=schema.node_type_filter(schema.NodeType.FILING))
+        if str(d.meta.get(schema.FILING_ID)) not in have
+    ]
+    if missing:
+        store.write_documents(missing, policy=DuplicatePolicy.OVERWRITE)
+    return len(missing)
 
 
 def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, Any]]:
@@ -393,6 +415,7 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
         generate=not args.no_llm,
         ollama_url=env.ollama_url,
         ollama_model=env.ollama_model,
+        aliases_path=getattr(args, "aliases", None),
     )
     try:
         llm_url = "" if args.no_llm else runner.llm_url or ""
@@ -453,6 +476,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if not args.question.strip():  # an empty question would rank the store's chunks for nothing
         print("error: the question is empty", file=sys.stderr)
         return 2
+    if args.aliases:
+        from haystack_fin.core.retrieval.companies import load_alias_file
+
+        try:
+            load_alias_file(args.aliases)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     _check_store(args, pipeline_dict("query", args.store, args.qdrant_url, args.index), create=args.create)
     out = ask(args.question, args)
     unmatched = (out["trace"].get("scope") or {}).get("unmatched") or []
@@ -696,6 +727,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filing", default=None, help="restrict to this filing id (skips automatic scoping)")
     p.add_argument("-k", type=_positive_int, default=5, help="passages to return")
     p.add_argument("--explain", action="store_true", help="show scope, Item routing and tree paths")
+    p.add_argument(
+        "--aliases",
+        default=None,
+        metavar="FILE",
+        help="company alias YAML ({company: [alias, ...]}) added to the shipped one (docs/scope.md)",
+    )
     p.add_argument("--no-llm", action="store_true", help="do not call the generator even if Ollama is up")
     p.add_argument("--json", action="store_true")
     p.add_argument("--create", action="store_true", help="create the store if it does not exist (it finds nothing)")

@@ -129,11 +129,14 @@ def query_pipeline_dict(
     ollama_url: str | None = None,
     ollama_model: str | None = None,
     fragments: list[str] | tuple[str, ...] = (),
+    aliases_path: str | None = None,
 ) -> dict[str, Any]:
     """The query pipeline's dict as ``QueryRunner`` and ``FinQueryPipeline`` load it (parameters: ``QueryRunner``)."""
     data = pipeline_dict(pipeline, store_path, qdrant_url, index)
     for path in fragments:
         data = apply_fragment(data, load_fragment(path), str(path))
+    if aliases_path and "scope" in data["components"]:
+        data["components"]["scope"].setdefault("init_parameters", {})["aliases_path"] = str(aliases_path)
     if not generate:
         data = strip_generation(data)
     elif "llm" in data["components"]:
@@ -180,6 +183,7 @@ class QueryRunner:
         ollama_url: str | None = None,
         ollama_model: str | None = None,
         fragments: list[str] | tuple[str, ...] = (),
+        aliases_path: str | None = None,
     ) -> None:
         """
         :param store_path: embedded store folder (overrides the YAML's).
@@ -193,10 +197,20 @@ class QueryRunner:
         :param ollama_model: the generator's model (default: the YAML's).
         :param fragments: YAML fragments whose init parameters are set on the pipeline's components, in order (e.g.
             the thresholds ``haystack-fin calibrate`` writes; ``pipeline_loader.load_fragment``).
+        :param aliases_path: a company alias file for the scope (``FilingScope(aliases_path=...)``).
         """
         self.ablations = set(ablations)
         self.data = query_pipeline_dict(
-            pipeline, store_path, qdrant_url, index, generate, ablations, ollama_url, ollama_model, fragments
+            pipeline,
+            store_path,
+            qdrant_url,
+            index,
+            generate,
+            ablations,
+            ollama_url,
+            ollama_model,
+            fragments,
+            aliases_path,
         )
         self.pipe = Pipeline.from_dict(self.data, allowed_modules=ALLOWED_MODULES)
 

@@ -349,3 +349,11 @@ def test_empty_question_is_an_error_not_passages(tmp_path, question, capsys):
     err = capsys.readouterr().err
     assert err.strip() == "error: the question is empty"
     assert not (tmp_path / "never-opened").exists()
+
+
+def test_an_unreadable_alias_file_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "aliases.yaml"
+    bad.write_text("- a list, not a mapping\n")
+    assert main(["ask", "What was revenue?", "--store", str(tmp_path / "none"), "--aliases", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {bad}: an alias file maps a company")

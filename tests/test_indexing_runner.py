@@ -82,7 +82,7 @@ def test_worker_result_equals_in_process(fixtures):
     assert (remote.n_pages, remote.n_chunks) == (local.n_pages, local.n_chunks)
     assert remote.n_pages > 0 and remote.n_chunks == len(remote.documents) - 1  # one filing node
     assert set(remote.stage_outputs) == {"embedder", "writer"}
-    assert [d.id for d in remote.stage_outputs["writer"]["filing_nodes"]] == ["PEP-8K#filing"]
+    assert [d.id for d in remote.stage_outputs["writer"]["filing_nodes"]] == ["PEP-8K#filing", "PEP-8K#profile"]
     assert multiprocessing.active_children() == []  # the pool shut its worker down
 
 

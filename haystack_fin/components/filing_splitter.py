@@ -12,7 +12,7 @@ from haystack_fin.core import schema
 from haystack_fin.core.graph.build import GRAPH_VERSION, chunk_graph_meta
 from haystack_fin.core.ingest.chunking import chunk_paragraphs
 from haystack_fin.core.ingest.filing_meta import detect_filing_meta
-from haystack_fin.core.ingest.items import EXHIBIT_PREFIX, form_family
+from haystack_fin.core.ingest.items import EXHIBIT_PREFIX
 from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.semantic import semantic_chunks
 from haystack_fin.core.ingest.structure import (
@@ -24,6 +24,7 @@ from haystack_fin.core.ingest.structure import (
 )
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import DEFAULT_EMBEDDER
+from haystack_fin.core.retrieval.filing_profile import form_family
 from haystack_fin.core.schema import Modality, NodeType
 from haystack_fin.core.statements import classify_statement_table
 from haystack_fin.core.text import normalize_line
@@ -241,18 +242,22 @@ class FilingSplitter:
             merge_threshold=self.semantic_merge_threshold,
         )
 
-    def _filing_meta(self, doc: Document, parsed: ParsedFiling) -> dict[str, Any]:
+    def _filing_meta(self, doc: Document, parsed: ParsedFiling) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The filing's provenance (copied to every chunk) and its registrant identity (filing node only)."""
         meta = {k: doc.meta[k] for k in _FILING_FIELDS if doc.meta.get(k) not in (None, "")}
-        if not {schema.COMPANY, schema.FORM, schema.PERIOD} <= meta.keys():
+        identity = {k: doc.meta[k] for k in schema.IDENTITY_FIELDS if doc.meta.get(k)}
+        if not {schema.COMPANY, schema.FORM, schema.PERIOD} <= meta.keys() or not identity:
             detected = detect_filing_meta(parsed.page_texts, Path(parsed.source_path).name).to_dict()
             for key, value in detected.items():
                 if key in _FILING_FIELDS and value not in (None, "") and key not in meta:
                     meta[key] = value
+                elif key in schema.IDENTITY_FIELDS and value and key not in identity:
+                    identity[key] = value
         meta.setdefault(schema.FILING_ID, doc.id)
         meta.setdefault(schema.SOURCE_PATH, parsed.source_path)
         for key in (schema.COMPANY, schema.FORM, schema.PERIOD):
             meta.setdefault(key, "")
-        return meta
+        return meta, identity
 
     def split_filing(self, doc: Document) -> tuple[list[Document], Document]:
         """Split one filing Document into chunk Documents and its filing node."""
@@ -265,7 +270,7 @@ class FilingSplitter:
         n_pages = int(doc.meta.get(schema.N_PAGES) or max((e.pages[-1] for e in elements), default=len(pages)))
         source_path = str(doc.meta.get(schema.SOURCE_PATH) or doc.meta.get("file_path") or doc.id)
         parsed = ParsedFiling(source_path, n_pages, elements, page_texts=pages)
-        meta = self._filing_meta(doc, parsed)
+        meta, identity = self._filing_meta(doc, parsed)
         structure = structure_filing(
             parsed,
             str(meta[schema.FORM]),
@@ -286,7 +291,7 @@ class FilingSplitter:
         chunks = [self._chunk_document(meta, rec, i, run_id) for i, rec in enumerate(structure.chunks)]
         if self.graph_meta:
             self._add_graph_meta(chunks, str(meta[schema.FILING_ID]), n_pages)
-        return chunks, self._filing_node(meta, structure, n_pages, run_id, doc.meta)
+        return chunks, self._filing_node(meta, structure, n_pages, run_id, doc.meta, identity)
 
     def _add_graph_meta(self, chunks: list[Document], filing_id: str, n_pages: int) -> None:
         assert self._lexicon is not None
@@ -377,7 +382,13 @@ class FilingSplitter:
         return Document(id=node_id, content=rec.content, meta=chunk_meta)
 
     def _filing_node(
-        self, meta: dict[str, Any], structure: FilingStructure, n_pages: int, run_id: str, source: dict[str, Any]
+        self,
+        meta: dict[str, Any],
+        structure: FilingStructure,
+        n_pages: int,
+        run_id: str,
+        source: dict[str, Any],
+        identity: dict[str, Any] | None = None,
     ) -> Document:
         by_modality = {m.value: 0 for m in Modality}
         for c in structure.chunks:
@@ -413,6 +424,10 @@ class FilingSplitter:
             source_sha256=str(source.get(schema.SOURCE_SHA256) or ""),
             skipped_pages=[int(p) for p in source.get(schema.SKIPPED_PAGES) or ()],
         )
+        # The registrant's identity (schema.IDENTITY_FIELDS) through the node's own reader, which types each field.
+        known = schema.FilingNode.from_meta({**(identity or {}), schema.FILING_ID: node.filing_id})
+        for key in ("cik", "tickers", "securities", "file_numbers", "irs_number", "legal_name", "former_names"):
+            setattr(node, key, getattr(known, key))
         if self.term_stats and self._lexicon is not None:
             counts: dict[str, dict[str, int]] = {}
             for it in structure.items:  # an Item split in two (Item 8 on F-pages) sums its parts
@@ -457,13 +472,21 @@ class FilingSplitter:
                 capped[item] = dict(counted)
         return capped
 
+    @staticmethod
+    def profile_node(filing_node: Document) -> Document:
+        """The filing's profile node (``schema.FilingNode.profile_meta``): the few fields the filing scope reads at
+        start, so that starting does not read every filing node's Items and statistics."""
+        node = schema.FilingNode.from_meta(filing_node.meta)
+        return Document(id=schema.profile_node_id(node.filing_id), content="", meta=node.profile_meta())
+
     @component.output_types(documents=list[Document], filing_nodes=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """
         Split filings.
 
         :param documents: one Document per filing (FilingConverter output, or page text with form feeds).
-        :returns: ``documents``: the chunks of all filings in order; ``filing_nodes``: one node per filing.
+        :returns: ``documents``: the chunks of all filings in order; ``filing_nodes``: per filing its filing node
+            and its profile node (``node_type`` "profile", ``profile_node``).
         """
         self.warm_up()
         chunks: list[Document] = []
@@ -471,5 +494,5 @@ class FilingSplitter:
         for doc in documents:
             doc_chunks, node = self.split_filing(doc)
             chunks.extend(doc_chunks)
-            nodes.append(node)
+            nodes.extend((node, self.profile_node(node)))
         return {"documents": chunks, "filing_nodes": nodes}

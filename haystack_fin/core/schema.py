@@ -20,6 +20,9 @@ class NodeType(StrEnum):
     # names that run and the previous run is gone; one left in the store marks a write that was interrupted. It
     # has no vector and carries the filing's ``filing_id``, so readers of a filing's nodes must leave it out.
     PENDING = "pending"
+    # A filing's small profile for the filing scope (FilingNode.profile_meta): what scope reads at start, without
+    # the filing node's Items and FLAM statistics, whose size made reading thousands of filing nodes slow.
+    PROFILE = "profile"
 
 
 class Modality(StrEnum):
@@ -151,6 +154,21 @@ OVERRIDABLE_FILING_FIELDS: tuple[str, ...] = (
 # Filing-level provenance: what a filing node carries and every chunk of the filing copies (FilingSplitter).
 FILING_FIELDS: tuple[str, ...] = (*OVERRIDABLE_FILING_FIELDS, SOURCE_PATH)
 
+# Who the registrant is, as the filing states it (core/ingest/registrant.py): on the filing node only, not copied to
+# chunks. CIK (10 digits, from inline XBRL dei:EntityCentralIndexKey or an EDGAR header), every trading symbol of
+# the cover's Section 12(b) table with its exchange ([[symbol, exchange], ...]), the SEC file numbers ("001-36743"),
+# the legal name as printed on the cover and the former names the filing states.
+CIK = "cik"
+TICKERS = "tickers"
+SECURITIES = "securities"
+FILE_NUMBERS = "file_numbers"
+IRS_NUMBER = "irs_number"
+LEGAL_NAME = "legal_name"
+FORMER_NAMES = "former_names"
+IDENTITY_FIELDS: tuple[str, ...] = (CIK, TICKERS, SECURITIES, FILE_NUMBERS, IRS_NUMBER, LEGAL_NAME, FORMER_NAMES)
+# A profile node's Item codes (an 8-K's say which event it reports), in place of the filing node's Item entries.
+ITEM_CODES = "item_codes"
+
 
 def node_type_filter(node_type: NodeType) -> dict[str, Any]:
     """The Haystack filter selecting the nodes of one type (``meta.node_type == node_type``)."""
@@ -217,6 +235,11 @@ def pending_node_id(filing_id: str) -> str:
     return f"{filing_id}#pending"
 
 
+def profile_node_id(filing_id: str) -> str:
+    """``"<filing_id>#profile"``: the filing's profile node (``FilingNode.profile_meta``)."""
+    return f"{filing_id}#profile"
+
+
 def table_id(filing_id: str, number: int) -> str:
     """``"<filing_id>#table-0003"``: the filing's ``number``-th table (shared by all blocks of that table)."""
     return f"{filing_id}#table-{number:04d}"
@@ -267,6 +290,13 @@ def _as_int(value: Any) -> int | None:
         return None
 
 
+def _str_list(value: Any) -> list[str]:
+    # A list field a caller may have written as one string.
+    if isinstance(value, str):
+        return [value] if value else []
+    return [str(v) for v in value or () if v not in (None, "")]
+
+
 def _item_from_meta(entry: Any) -> FilingItem:
     if not isinstance(entry, Mapping):  # hand-made nodes (tests, other writers) may list bare Item codes
         entry = {"item": entry}
@@ -311,6 +341,14 @@ class FilingNode:
     # {item: {heading: {cluster id: count}}} and {item: {heading: total}}; None when indexed without them.
     section_term_counts: dict[str, dict[str, dict[str, int]]] | None = None
     section_term_totals: dict[str, dict[str, int]] | None = None
+    # Registrant identity (IDENTITY_FIELDS); written only when known.
+    cik: str = ""
+    tickers: list[str] = field(default_factory=list)
+    securities: list[list[str]] = field(default_factory=list)
+    file_numbers: list[str] = field(default_factory=list)
+    irs_number: str = ""
+    legal_name: str = ""
+    former_names: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -331,6 +369,16 @@ class FilingNode:
             (TICKER, self.ticker),
         )
         meta.update({key: value for key, value in optional if value not in (None, "")})
+        identity = (
+            (CIK, self.cik),
+            (TICKERS, list(self.tickers)),
+            (SECURITIES, [list(s) for s in self.securities]),
+            (FILE_NUMBERS, list(self.file_numbers)),
+            (IRS_NUMBER, self.irs_number),
+            (LEGAL_NAME, self.legal_name),
+            (FORMER_NAMES, list(self.former_names)),
+        )
+        meta.update({key: value for key, value in identity if value})
         meta[NODE_TYPE] = NodeType.FILING.value
         meta[N_PAGES] = self.n_pages
         meta[ITEMS] = [dict(it) for it in self.items]
@@ -350,6 +398,14 @@ class FilingNode:
             meta[SECTION_TERM_TOTALS] = self.section_term_totals
         return meta
 
+    def profile_meta(self) -> dict[str, Any]:
+        """The meta of the filing's profile node: provenance, period, identity and Item codes; no Items, counts or
+        statistics. Its ``node_type`` is ``profile`` and its ``index_run`` the filing node's."""
+        meta = {k: v for k, v in self.to_meta().items() if k in (*FILING_FIELDS, *IDENTITY_FIELDS, INDEX_RUN)}
+        meta[ITEM_CODES] = [it["item"] for it in self.items if it["item"]]
+        meta[NODE_TYPE] = NodeType.PROFILE.value
+        return meta
+
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any]) -> "FilingNode":
         counts = meta.get(ITEM_TERM_COUNTS)
@@ -367,7 +423,7 @@ class FilingNode:
             period_end=str(meta.get(PERIOD_END) or ""),
             ticker=str(meta.get(TICKER) or ""),
             n_pages=_as_int(meta.get(N_PAGES)) or 0,
-            items=[_item_from_meta(it) for it in meta.get(ITEMS) or ()],
+            items=[_item_from_meta(it) for it in meta.get(ITEMS) or meta.get(ITEM_CODES) or ()],
             n_chunks_by_modality={str(k): int(v) for k, v in (meta.get(N_CHUNKS_BY_MODALITY) or {}).items()},
             index_run=str(meta.get(INDEX_RUN) or ""),
             source_sha256=str(meta.get(SOURCE_SHA256) or ""),
@@ -402,6 +458,13 @@ class FilingNode:
                 if isinstance(section_totals, Mapping)
                 else None
             ),
+            cik=str(meta.get(CIK) or ""),
+            tickers=_str_list(meta.get(TICKERS)),
+            securities=[[str(v) for v in s] for s in meta.get(SECURITIES) or () if isinstance(s, list | tuple)],
+            file_numbers=_str_list(meta.get(FILE_NUMBERS)),
+            irs_number=str(meta.get(IRS_NUMBER) or ""),
+            legal_name=str(meta.get(LEGAL_NAME) or ""),
+            former_names=_str_list(meta.get(FORMER_NAMES)),
         )
 
 

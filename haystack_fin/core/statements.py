@@ -20,8 +20,8 @@ lexicon keeps working as long as it keeps those ids and categories.
 import re
 from collections.abc import Mapping
 
-from haystack_fin.core.ingest.items import form_family
 from haystack_fin.core.lexicon import Lexicon, normalize_term
+from haystack_fin.core.retrieval.filing_profile import form_family
 
 # Statement kinds = the lexicon clusters that name a statement.
 INCOME_STATEMENT = "income_statement"

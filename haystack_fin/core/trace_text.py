@@ -27,6 +27,9 @@ def scope_lines(scope: Mapping[str, Any] | None) -> list[str]:
     ids = list(scope.get("filing_ids") or [])
     head = f"Scope: {scope.get('reason') or ('scoped' if scope.get('scoped') else 'not scoped')}"
     lines = [f"{head} -> {', '.join(ids) if ids else 'no filing'}"]
+    for company in scope.get("companies") or []:
+        if company.get("rule"):
+            lines.append(f"  rule: {company['rule']}")
     for match in scope.get("matches") or []:
         if not match.get("selected"):
             continue

@@ -114,11 +114,24 @@ class TestFilingScope:
         counting.write_documents([filing_node(*row) for row in FILINGS])
         scope = FilingScope(document_store=counting)
         scope.warm_up()
+        reads = CountingStore.calls  # profile nodes, then (none here) the filing nodes
         scope.warm_up()
         scope.run(query="What was Netflix's FY2015 revenue?")
         scope.run(query="What was Netflix's FY2017 revenue?")
-        assert CountingStore.calls == 1
+        assert CountingStore.calls == reads <= 2
         assert len(scope.profiles) == 22  # chunks are not read as profiles
+
+    def test_profile_nodes_are_read_instead_of_filing_nodes(self):
+        from haystack_fin.components.filing_splitter import FilingSplitter
+
+        nodes = [filing_node(*row) for row in FILINGS]
+        store = InMemoryDocumentStore()
+        store.write_documents([*nodes, *(FilingSplitter.profile_node(n) for n in nodes)])
+        profiles = FilingScope(document_store=store).profiles
+        assert len(profiles) == 22
+        assert "5.07" in next(p for p in profiles if p.filing_id == "PEPSICO_2023_8K_dated-2023-05-05").items
+        result = FilingScope(document_store=store).run(query="How did PepsiCo shareholders vote on May 3, 2023?")
+        assert result["filing_ids"] == ["PEPSICO_2023_8K_dated-2023-05-05"]
 
     def test_run_scopes_to_the_asked_filing(self, store):
         result = FilingScope(document_store=store).run(query="Is Best Buy's quick ratio healthy as of Q2 FY2024?")
@@ -368,16 +381,57 @@ def _bby_store() -> InMemoryDocumentStore:
     return store
 
 
+REFERENCE = str(Path(__file__).parents[1] / "fixtures" / "company_tickers_sample.csv")
+
+
 def test_a_company_the_index_lacks_scopes_to_no_filing():
-    """Apple asked of a Best Buy index: no filing in scope (not Best Buy's passages), and the reason says why."""
+    """Apple asked of a Best Buy index: no filing in scope (not Best Buy's passages), and the notice names it."""
     store = _bby_store()
-    out = FilingScope(document_store=store).run(query="What was Apple's revenue in fiscal 2019?")
+    scope = FilingScope(document_store=store, company_reference=REFERENCE)
+    out = scope.run(query="What was Apple's revenue in fiscal 2019?")
     assert out["filing_ids"] == [] and out["filters"] == {}
-    assert out["scope"]["reason"].startswith("no indexed filing matches: no indexed company is named 'Apple'")
+    assert out["scope"]["reason"] == (
+        "no indexed filing matches: Apple Inc. (AAPL), a listed company, has no indexed filing"
+    )
+    assert out["scope"]["not_indexed"][0]["ticker"] == "AAPL"
+    assert scope.run(query="What was AAPL's revenue in fiscal 2019?")["filing_ids"] == []
     # an explicit scope is the caller's choice, and a named indexed company keeps its filings
-    assert FilingScope(document_store=store).run(query="Apple's revenue?", filing_ids=["BBY"])["filing_ids"] == ["BBY"]
-    both = FilingScope(document_store=store).run(query="Did Best Buy sell more than Apple?")
+    assert scope.run(query="Apple's revenue?", filing_ids=["BBY"])["filing_ids"] == ["BBY"]
+    both = scope.run(query="Did Best Buy sell more than Apple?")
     assert both["filing_ids"] == ["BBY"]
+    assert [u["status"] for u in both["scope"]["unmatched"]] == ["not_indexed"]
+    release_store(store)
+
+
+def test_an_unknown_name_falls_back_with_a_notice():
+    """A name neither indexed nor known: the filings are ranked as for a question naming no company (the dense
+    ranking when the question's vector is given), never none, and the reason says so."""
+    store = _bby_store()
+    for reference in (REFERENCE, None):  # without a reference table, Apple too is just a name
+        scope = FilingScope(document_store=store, company_reference=reference)
+        out = scope.run(query="What was Zorblax Dynamics' revenue in fiscal 2024?")
+        assert out["filing_ids"] == ["BBY"]
+        assert "'Zorblax Dynamics' names no indexed or known company" in out["scope"]["reason"] or reference is None
+    unknown = FilingScope(document_store=store, company_reference=None).run(query="What was Apple's revenue?")
+    assert unknown["filing_ids"] == ["BBY"] and unknown["scope"]["unmatched"][0]["status"] == "unknown"
+    release_store(store)
+
+
+def test_aliases_path_and_rule_in_the_explanation(tmp_path):
+    store = _bby_store()
+    path = tmp_path / "aliases.yaml"
+    path.write_text('"BEST BUY CO., INC.": [Geek Squad owner]\n')
+    scope = FilingScope(document_store=store, aliases_path=str(path), company_reference=None)
+    out = scope.run(query="What did the Geek Squad owner earn in Q2 FY2024?")
+    assert out["filing_ids"] == ["BBY"]
+    assert out["scope"]["companies"][0]["rule"] == (
+        "company 'Geek Squad owner' matched user alias 'Geek Squad owner' of BEST BUY CO., INC."
+    )
+    assert FilingScope.from_dict(scope.to_dict()).aliases_path == str(path)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- just a list\n")
+    with pytest.raises(ValueError, match=r"bad\.yaml"):
+        FilingScope(document_store=store, aliases_path=str(bad)).warm_up()
     release_store(store)
 
 

@@ -11,6 +11,7 @@ import pytest
 from haystack_fin.core import schema
 from haystack_fin.core.ingest import filing_meta
 from haystack_fin.core.ingest.filing_meta import FORMS, FilingMeta, detect_filing_meta
+from haystack_fin.core.ingest.registrant import Registrant
 from haystack_fin.core.periods import MONTH, annual_fiscal_year
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -65,6 +66,18 @@ def test_bestbuy_10q_fixture() -> None:
         fiscal_year=2024,
         fiscal_quarter=2,
         ticker="BBY",
+        registrant=Registrant(
+            securities=[("BBY", "NYSE")],
+            file_numbers=["1-9595"],
+            irs_number="41-0907483",
+            legal_name="BEST BUY CO., INC.",
+        ),
+    )
+    identity = meta.to_dict()
+    assert (identity[schema.TICKERS], identity[schema.FILE_NUMBERS], identity[schema.SECURITIES]) == (
+        ["BBY"],
+        ["1-9595"],
+        [["BBY", "NYSE"]],
     )
 
 
@@ -92,6 +105,7 @@ def test_netflix_10k_fixture_without_trading_symbol_column() -> None:
         fiscal_year=2015,
         fiscal_quarter=None,
         ticker="",  # 2015 covers had no "Trading Symbol(s)" column
+        registrant=Registrant(file_numbers=["1-35727"], irs_number="77-0467272", legal_name="Netflix, Inc."),
     )
 
 
@@ -454,6 +468,7 @@ def test_earnings_release_headline_and_first_sentence() -> None:
         fiscal_year=2024,
         fiscal_quarter=2,
         ticker="ACME",
+        registrant=Registrant(securities=[("ACME", "")], legal_name="Acme Widgets, Inc."),
     )
 
 
@@ -479,7 +494,9 @@ def test_plain_document_is_other() -> None:
 
 
 def test_empty_input() -> None:
-    assert detect_filing_meta([], "GLOBEX-2020-10K.pdf") == FilingMeta(company="Globex")
+    assert detect_filing_meta([], "GLOBEX-2020-10K.pdf") == FilingMeta(
+        company="Globex", registrant=Registrant(legal_name="Globex")
+    )
 
 
 # --- quarterly reports ------------------------------------------------------------------------------------------
@@ -558,5 +575,9 @@ def test_to_dict_uses_schema_field_names() -> None:
         schema.FISCAL_YEAR: 2024,
         schema.FISCAL_QUARTER: None,
         schema.TICKER: "ACME",
+        schema.TICKERS: ["ACME"],
+        schema.SECURITIES: [["ACME", "NYSE"]],
+        schema.FILE_NUMBERS: ["1-12345"],
+        schema.LEGAL_NAME: "Acme Widgets, Inc.",
     }
     assert meta.form in FORMS

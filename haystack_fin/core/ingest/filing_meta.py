@@ -19,12 +19,13 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from haystack_fin.core import schema
+from haystack_fin.core.ingest.registrant import Registrant, detect_registrant
 from haystack_fin.core.periods import MONTH, ORD, ORDINALS, annual_fiscal_year, month_number, year4
 from haystack_fin.core.text import normalize_line, normalize_whitespace
 
@@ -94,6 +95,13 @@ _HEADLINE_PERIOD_RESULTS = re.compile(
 # First paragraph: "PepsiCo, Inc. (NASDAQ: PEP) today reported results for the first quarter 2023".
 _RELEASE_SENTENCE = re.compile(r"\btoday\s+(?:reported|announced)\b[^.]{0,60}?\b(?:results|earnings)\b", re.IGNORECASE)
 _EXHIBIT_99 = re.compile(r"\bExhibit\s+99(?:\.\d+)?\b", re.IGNORECASE)
+_PRESS_BANNER = re.compile(r"\b(?:news|press|earnings)\s+release\b|\bfor\s+immediate\s+release\b", re.IGNORECASE)
+# "SANTA CLARA, Calif., Jan. 26, 2023 --", "PURCHASE, N.Y., April 25, 2023 /PRNewswire/ --", "(BUSINESS WIRE)".
+_DATELINE = re.compile(
+    rf"\b(?P<m>{MONTH})\.?\s*+(?P<d>\d{{1,2}}),?\s*+(?P<y>(?:19|20)\d\d)\s*+"
+    r"(?:/\s*PRNewswire[\w-]*\s*/|\(\s*(?:BUSINESS\s+WIRE|GLOBE\s+NEWSWIRE)\s*\)|--|—|–|-\s)",
+    re.IGNORECASE,
+)
 _RELEASE_WORDS = re.compile(r"\b(?:financial\s+results|results\s+for\s+the|earnings\s+per\s+share)\b", re.IGNORECASE)
 # PDF metadata of EDGAR printers: subject "10-K", "Form 10-Q filed on ...", keywords "0000764478-23-000041; ; 10-Q".
 _META_FORM = re.compile(rf"(?:^|;\s*|^Form\s+){_FORM_CORE}(?:\s+(?:filed|for)\b|\s*$)", re.IGNORECASE)
@@ -304,11 +312,12 @@ class FilingMeta:
     fiscal_year: int | None = None
     fiscal_quarter: int | None = None
     ticker: str = ""
+    registrant: Registrant = field(default_factory=Registrant)
 
     def to_dict(self) -> dict[str, Any]:
-        """The metadata under the index's field names (schema.py)."""
+        """The metadata under the index's field names (schema.py); identity fields only when known."""
         values = asdict(self)
-        return {
+        out: dict[str, Any] = {
             schema.COMPANY: values["company"],
             schema.FORM: values["form"],
             schema.PERIOD: values["period"],
@@ -317,6 +326,18 @@ class FilingMeta:
             schema.FISCAL_QUARTER: values["fiscal_quarter"],
             schema.TICKER: values["ticker"],
         }
+        r = self.registrant
+        identity: dict[str, Any] = {
+            schema.CIK: r.cik,
+            schema.TICKERS: r.tickers,
+            schema.SECURITIES: [[symbol, exchange] for symbol, exchange in r.securities],
+            schema.FILE_NUMBERS: list(r.file_numbers),
+            schema.IRS_NUMBER: r.irs_number,
+            schema.LEGAL_NAME: r.legal_name,
+            schema.FORMER_NAMES: list(r.former_names),
+        }
+        out.update({key: value for key, value in identity.items() if value})
+        return out
 
 
 # --- helpers --------------------------------------------------------------------------------------------------------
@@ -431,8 +452,16 @@ def _is_earnings_release(text: str) -> bool:
     head = _flat(text)[:2500]
     if _RELEASE_SENTENCE.search(head):
         return True
-    # An exhibit page that is a press release about results, whatever its headline says.
-    return bool(_EXHIBIT_99.search(head[:300]) and _RELEASE_WORDS.search(head))
+    # An exhibit page that is a press release about results, whatever its headline says; or a page shaped like a
+    # press release (a "News Release" / "For Immediate Release" banner or a wire-service dateline at the top) that
+    # reports a quarter's or a year's results.
+    if _EXHIBIT_99.search(head[:300]) and _RELEASE_WORDS.search(head):
+        return True
+    return bool(
+        (_PRESS_BANNER.search(head[:600]) or _DATELINE.search(head[:1200]))
+        and _RELEASE_WORDS.search(head)
+        and any(p.search(head) for p in (*_RELEASE_QUARTER_PHRASES, _RELEASE_YEAR))
+    )
 
 
 def _metadata_form(pdf_metadata: dict[str, Any] | None) -> str | None:
@@ -520,6 +549,27 @@ def _registrant_name(text: str) -> str:
         if (_CONTINUATION.match(candidate) or upper.endswith(("&", ",", " and", " of"))) and _looks_like_name(upper):
             candidate = f"{upper} {candidate}"
     return _clean_name(candidate)
+
+
+# A cover laid out as a table of registrants: "Commission File Number | Exact Name of Registrant ... | State | IRS
+# No." over rows "1-12609 PG&E CORPORATION California 94-3234914" (a holding company and its utility file together).
+_REGISTRANT_ROW = re.compile(
+    rf"^\d{{1,3}}-\d{{3,6}}\s+(?P<name>[A-Z][\w&.,'’ -]{{1,80}}?\b{_LEGAL_FORM})(?:\s+[A-Z][A-Za-z]+){{1,3}}"
+    r"\s+\d{2}-\d{7}$",
+    re.IGNORECASE,
+)
+
+
+def _table_row_name(text: str) -> str:
+    """The first registrant of a cover that lists its registrants as table rows under "Exact Name of Registrant"."""
+    label = _exact_name_label(text)
+    if label is None:
+        return ""
+    for line in _lines(text[label:])[:12]:
+        m = _REGISTRANT_ROW.match(line)
+        if m and _looks_like_name(m.group("name")):
+            return _clean_name(m.group("name"))
+    return ""
 
 
 def _suffix_name(text: str) -> str:
@@ -752,6 +802,17 @@ def _quarterly_period(flat_pages: list[str], period_end: date) -> tuple[int | No
     return quarter, fiscal_year
 
 
+_ITEM_202 = re.compile(r"\bItem\s+2\.02\b|Results\s+of\s+Operations\s+and\s+Financial\s+Condition", re.IGNORECASE)
+
+
+def _results_exhibit(pages: list[str]) -> str | None:
+    """The page of an 8-K that is its results press release (Exhibit 99.x), if one of the first pages is."""
+    for text in pages[1:]:
+        if _is_earnings_release(text) or (_EXHIBIT_99.search(_flat(text)[:300]) and _RELEASE_WORDS.search(text)):
+            return text
+    return None
+
+
 def _release_period(text: str) -> tuple[int | None, int | None, date | None]:
     """(fiscal_quarter, fiscal_year, period_end) from a release headline and first paragraph."""
     head = _flat(text)[:3000]
@@ -775,9 +836,23 @@ def _release_period(text: str) -> tuple[int | None, int | None, date | None]:
             year = annual_fiscal_year(end) if m.group("and_year") or m.group("what").lower() == "year" else None
         if end and quarter is None and m.group("and_year"):
             quarter = 4  # "results for the quarter and year ended December 31" is the fourth quarter
+    if year is None and end is None:
+        # No period phrase: the release reports the quarter that ended before its dateline (results come out 2 to 8
+        # weeks after a quarter closes), so the dateline gives the year of that quarter's end.
+        m = _DATELINE.search(head[:1500])
+        released = _dateline_date(m) if m else None
+        if released is not None:
+            year = _add_months(released, -1).year if released.month in (1, 2) else released.year
     if year is not None and not 1990 <= year <= 2100:
         year = None
     return quarter, year, end
+
+
+def _dateline_date(m: re.Match[str]) -> date | None:
+    try:
+        return date(int(m.group("y")), month_number(m.group("m")), int(m.group("d")))
+    except (ValueError, KeyError):
+        return None
 
 
 def _period_label(form: str, fiscal_year: int | None, quarter: int | None, period_end: str) -> str:
@@ -832,10 +907,23 @@ def detect_filing_meta(
     if meta.form == "earnings_release":
         candidates = [release_company]
     else:
-        candidates = [_registrant_name(cover), _suffix_name(cover), _subsidiaries_name(cover_pages[1:])]
+        candidates = [
+            _registrant_name(cover),
+            _table_row_name(cover),
+            _suffix_name(cover),
+            _subsidiaries_name(cover_pages[1:]),
+        ]
     candidates += [_dei_company(pdf_metadata), _metadata_company(pdf_metadata), _source_company(source_name)]
     meta.company = next((c for c in candidates if c), "")
-    meta.ticker = _cover_ticker(cover_pages) or release_ticker
+    meta.registrant = detect_registrant(
+        page_texts,
+        cover=cover if cover_index is not None else "",
+        legal_name=meta.company,
+        parser_meta=pdf_metadata,
+    )
+    if release_ticker and release_ticker not in meta.registrant.tickers:
+        meta.registrant.securities.append((release_ticker, ""))
+    meta.ticker = next(iter(meta.registrant.tickers), "") or _cover_ticker(cover_pages) or release_ticker
 
     # Period.
     end: date | None = None
@@ -855,6 +943,13 @@ def detect_filing_meta(
     elif meta.form.startswith("8-K"):
         end = _first_date(_EVENT_DATE_AFTER, cover_flat) or _first_date(_EVENT_DATE_BEFORE, cover_flat)
         meta.fiscal_year = end.year if end else None
+        # An 8-K furnishing results (Item 2.02 with the press release as Exhibit 99.1) reports the release's
+        # period, not the event's: fiscal quarter and year are read from the release itself.
+        release = _results_exhibit(pages) if _ITEM_202.search(" ".join(_flat(p) for p in pages[:3])) else None
+        if release is not None:
+            quarter, year, _release_end = _release_period(release)
+            if year is not None:
+                meta.fiscal_quarter, meta.fiscal_year = quarter, year
     elif meta.form == "earnings_release" and pages:
         meta.fiscal_quarter, meta.fiscal_year, end = _release_period(pages[0])
     meta.period_end = end.isoformat() if end else ""

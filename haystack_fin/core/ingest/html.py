@@ -203,7 +203,9 @@ def load_html_tree(source: str | Path, data: bytes | None = None) -> tuple[lxml.
         meta["title"] = normalize_line(title)
     dei = _dei_facts(root)
     if dei:
-        meta["dei"] = dei
+        meta["dei"] = {name: values[0] for name, values in dei.items()}
+        # Facts repeated per class (dei:TradingSymbol, dei:SecurityExchangeName): every value, in document order.
+        meta["dei_all"] = {name: values for name, values in dei.items() if len(values) > 1}
     _drop_hidden(root)
     return root, meta
 
@@ -262,15 +264,16 @@ def _decode(source: str, data: bytes) -> str:
     return _XML_DECL.sub("", text, count=1)
 
 
-def _dei_facts(root: lxml.html.HtmlElement) -> dict[str, str]:
-    """Cover-page dei:* facts (document type, period, registrant...), including the hidden ones in ix:header."""
-    facts: dict[str, str] = {}
+def _dei_facts(root: lxml.html.HtmlElement) -> dict[str, list[str]]:
+    """Cover-page dei:* facts (document type, period, registrant...), including the hidden ones in ix:header: every
+    value of each, in document order (a symbol and an exchange per registered class)."""
+    facts: dict[str, list[str]] = {}
     for el in root.iter("ix:nonnumeric"):
         name = el.get("name") or ""
         if name.startswith("dei:"):
             value = normalize_line(el.text_content())
             if value:
-                facts.setdefault(name[4:], value)
+                facts.setdefault(name[4:], []).append(value)
     return facts
 
 

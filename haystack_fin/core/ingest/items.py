@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from haystack_fin.core.ingest.cleanup import EXHIBIT_HEADING_LINE, is_page_number
 from haystack_fin.core.ingest.layout import Element
+from haystack_fin.core.retrieval.filing_profile import form_family
 from haystack_fin.core.text import squash
 
 
@@ -228,10 +229,11 @@ _LIST_GAP_WORDS = 40
 _ITEM8_STUB_PAGES = 2
 
 
-def form_family(form: str) -> str:
-    """ "10-K/A" -> "10-K"; anything without an Item catalog -> ""."""
-    base = form.upper().split("/")[0].strip()
-    return base if base in CATALOGS else ""
+def catalog_family(form: str) -> str:
+    """The form's family (``filing_profile.form_family``) when it has an Item catalog ("10-K/A" -> "10-K"), else
+    "" (earnings releases, other documents)."""
+    family = form_family(form)
+    return family if family in CATALOGS else ""
 
 
 @dataclass
@@ -552,7 +554,7 @@ def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
     to F-pages placed after the last Item, those pages form a second Item "8" section. Returns [] when no Item
     is found or the form has no Item catalog; callers then fall back to ``detect_heading_sections``.
     """
-    family = form_family(form)
+    family = catalog_family(form)
     if not family or not elements:
         return []
     catalog = CATALOGS[family]

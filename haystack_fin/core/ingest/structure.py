@@ -16,13 +16,13 @@ from haystack_fin.core.ingest.items import (
     Section,
     detect_heading_sections,
     detect_item_sections,
-    form_family,
     part_of,
 )
 from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.ocr import suspect_numbers, suspect_table_cells
 from haystack_fin.core.ingest.table_blocks import block_to_json, block_to_markdown, split_table_blocks, table_summary
 from haystack_fin.core.log import get_logger
+from haystack_fin.core.retrieval.filing_profile import form_family
 from haystack_fin.core.schema import Modality
 from haystack_fin.core.table_cells import detect_units
 

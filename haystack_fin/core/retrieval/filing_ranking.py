@@ -8,8 +8,10 @@ question is first scoped to the filings it names. Three plain modules (no Haysta
   ("FY2019", "fiscal 2023", "FY 2021", "FY24"), quarters ("Q2 of FY2024", "FY2023Q1", "fourth quarter 2022",
   "H1 FY2023"), calendar years ("in 2022"), dates ("May 3, 2023", "May 2023"), form hints ("10-K", "annual
   report", "8-K", "earnings release") and candidate company names (capitalized spans, used only to explain a miss).
-* ``companies.CompanyIndex`` turns the indexed filings' company names and tickers into aliases and finds them in a
-  question (exact name or alias, case-sensitive ticker, fuzzy name for small typos).
+* ``companies.CompanyIndex`` groups the indexed filings into registrants by identity (CIK, ticker, SEC file
+  number, the same name, a stated former name, a rename in the alias file), derives every registrant's aliases by
+  general rules (``company_names``) and finds them in a question: exact alias, then ticker, then fuzzy name; with a
+  company reference table (``company_reference``) it also finds known companies the index lacks.
 * ``resolve_scope`` (this module) scores the filings of the mentioned companies against the question's period and
   form and returns a ranked, explained ``ScopeDecision``.
 
@@ -17,11 +19,15 @@ Scoping rules (the weights are the module constants below; each score line becom
 
 1. An explicit filing filter (a list of filing ids) overrides everything.
 2. Company first. Filings of companies the question names are the only candidates; several named companies all
-   stay in scope. With no recognized company: a single-company index is scoped to that company, otherwise the
-   scope is every filing (unscoped) with the reason, never an empty scope; ``bound_unscoped`` caps that at a
-   number of filings chosen by a vector search, so an unscoped question does not load a whole large index.
-   A name that stands for several companies ("Verizon": Verizon Communications, Verizon Wireless Partners) keeps
-   them all, except that when the question names a year and some of them have a filing for it, the others go.
+   stay in scope. A name that stands for several registrants ("Verizon" of Verizon Communications and a Verizon
+   Holdings) pools their filings: the period decides among them (rule 3), and only then does the company the
+   question names in full come first; when the question names a year and some of them have a filing for it, the
+   others go. A known company's whole name beats a weak partial hit inside it ("Sun Life Financial" is not an
+   indexed "Sun ..." by its first word), and a year inside a company's name is no period. With no indexed company
+   named: a single-company index is scoped to that company, otherwise the scope is every filing (unscoped) with
+   the reason, never an empty scope (``bound_unscoped`` caps it by a vector search: the dense filing ranking).
+   Known companies the index lacks and names nobody knows are listed in ``unmatched`` (``status`` "not_indexed"
+   or "unknown"); ``FilingScope`` turns the first into an empty scope with a notice, the second into a notice.
 3. Target period. Of the periods a question mentions, the one introduced by "as of" wins; otherwise the latest
    one that is not forward-looking ("expect to pay in 2024", "guidance for FY2023"): "FY2017-FY2019 average" and
    "change between FY2022 and FY2023" are both answered by the latest year's filing, which carries the earlier
@@ -34,9 +40,10 @@ Scoping rules (the weights are the module constants below; each score line becom
 4. Dates ("on May 26, 2023") are compared with ``period_end``: exact day, within a week (an 8-K is filed up to four
    business days after its event), or the same month.
 5. Form hints add to matching forms ("annual report" -> 10-K/20-F/40-F, "quarterly report" -> 10-Q, "8-K",
-   "earnings/press release" -> earnings_release); forward-looking or non-GAAP wording ("guidance", "adjusted
-   EBITDA") is a weak hint for an earnings release. An 8-K whose Items fit the question's topic ("vote", "annual
-   meeting" -> Item 5.07) gains a little, which separates 8-Ks of the same month.
+   "earnings/press release" -> earnings_release, and an 8-K furnishing one: Item 2.02); forward-looking or
+   non-GAAP wording ("guidance", "adjusted EBITDA") is a weak hint for an earnings release. An 8-K whose Items
+   fit the question's topic ("vote", "annual meeting" -> Item 5.07) gains a little, which separates 8-Ks of the
+   same month.
 6. No period mentioned: every filing of the company is a candidate and annual reports come first, most recent
    first. The rationale: an undated question is usually about the current state or the history, which the
    latest 10-K covers best, and the older ones that follow keep the history in scope.
@@ -52,12 +59,11 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
 from typing import Any
 
-from haystack_fin.core import schema
 from haystack_fin.core.ingest.items import ITEMS_8K_SUCCESSOR
-from haystack_fin.core.retrieval.companies import CompanyIndex, CompanyMention, names_whole_company
+from haystack_fin.core.retrieval.companies import CompanyIndex, CompanyMention, KnownMention, names_whole_company
+from haystack_fin.core.retrieval.filing_profile import ANNUAL_FORMS, FilingProfile, form_family
 from haystack_fin.core.retrieval.question_scope import (
     DateMention,
     FormHint,
@@ -65,6 +71,18 @@ from haystack_fin.core.retrieval.question_scope import (
     QuestionScope,
     parse_question_scope,
 )
+
+__all__ = [
+    "ANNUAL_FORMS",
+    "FilingMatch",
+    "FilingProfile",
+    "ScopeDecision",
+    "bound_unscoped",
+    "form_family",
+    "question_event_topics",
+    "resolve_scope",
+    "score_filing",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +111,6 @@ EVENT_TOPIC = 1.0
 SCOPE_MARGIN = 1.5
 NEAR_DAYS = 7
 
-ANNUAL_FORMS = frozenset({"10-K", "20-F", "40-F"})
 # Tie-break between equally scored filings: the more complete document first.
 _FORM_RANK = {"10-K": 5, "20-F": 5, "40-F": 5, "10-Q": 4, "earnings_release": 3, "8-K": 2, "other": 1}
 
@@ -124,70 +141,6 @@ _EVENT_TOPICS: dict[str, tuple[str, ...]] = {
 }
 
 # --- data -----------------------------------------------------------------------------------------------------------
-
-
-def _form_family(form: str) -> str:
-    """ "10-K/A" -> "10-K"; unknown forms keep their name."""
-    form = (form or "other").strip()
-    return form[:-2] if form.upper().endswith("/A") else form
-
-
-def _iso_date(value: str) -> date | None:
-    try:
-        return date.fromisoformat(value[:10]) if value else None
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
-class FilingProfile:
-    """What the index knows about one filing: its ``filing`` node's meta (see ``FilingSplitter._filing_node``).
-
-    ``items`` holds the filing's Item codes; for an 8-K they say which event it reports ("5.07": a shareholder vote).
-    """
-
-    filing_id: str
-    company: str = ""
-    ticker: str = ""
-    form: str = "other"
-    fiscal_year: int | None = None
-    fiscal_quarter: int | None = None
-    period_end: str = ""
-    period: str = ""
-    items: tuple[str, ...] = ()
-
-    @classmethod
-    def from_meta(cls, meta: Mapping[str, Any]) -> FilingProfile:
-        """Profile from a filing node's meta (read through ``schema.FilingNode``: tolerant of missing keys and of
-        numbers stored as strings)."""
-        node = schema.FilingNode.from_meta(meta)
-        return cls(
-            filing_id=node.filing_id,
-            company=node.company,
-            ticker=node.ticker,
-            form=node.form or "other",
-            fiscal_year=node.fiscal_year,
-            fiscal_quarter=node.fiscal_quarter,
-            period_end=node.period_end,
-            period=node.period,
-            items=tuple(it["item"] for it in node.items if it["item"]),
-        )
-
-    @property
-    def form_family(self) -> str:
-        return _form_family(self.form)
-
-    @property
-    def period_end_date(self) -> date | None:
-        return _iso_date(self.period_end)
-
-    @property
-    def is_annual(self) -> bool:
-        """An annual report: 10-K/20-F/40-F, or an "other" document with a fiscal year and no quarter."""
-        family = self.form_family
-        if family in ANNUAL_FORMS:
-            return True
-        return family == "other" and self.fiscal_year is not None and self.fiscal_quarter is None
 
 
 # --- scoring --------------------------------------------------------------------------------------------------------
@@ -235,6 +188,7 @@ class ScopeDecision:
     companies: list[CompanyMention] = field(default_factory=list)
     question: QuestionScope | None = None
     unmatched: list[dict[str, str]] = field(default_factory=list)
+    known: list[KnownMention] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serializable explanation."""
@@ -244,8 +198,18 @@ class ScopeDecision:
             "reason": self.reason,
             "unmatched": [dict(u) for u in self.unmatched],
             "companies": [
-                {"text": c.text, "company": c.company, "alias": c.alias, "how": c.how, "distance": c.distance}
+                {
+                    "text": c.text,
+                    "company": c.company,
+                    "alias": c.alias,
+                    "how": c.how,
+                    "distance": c.distance,
+                    "rule": c.describe(),
+                }
                 for c in self.companies
+            ],
+            "not_indexed": [
+                {"text": k.text, "company": k.name, "ticker": k.ticker, "cik": k.cik, "how": k.how} for k in self.known
             ],
             "question": self.question.to_dict() if self.question else None,
             "matches": [m.to_dict() for m in self.matches],
@@ -317,7 +281,8 @@ def _form_part(p: FilingProfile, forms: Sequence[FormHint]) -> tuple[float, str]
     family = p.form_family
     best = (0.0, "")
     for h in forms:
-        if family == h.form or (h.form == "10-K" and family in ANNUAL_FORMS and "annual" in h.text.lower()):
+        release = h.form == "earnings_release" and p.reports_results
+        if family == h.form or release or (h.form == "10-K" and family in ANNUAL_FORMS and "annual" in h.text.lower()):
             cand = (
                 (FORM_WEAK, f"{h.text!r} suggests an {family}")
                 if h.weak
@@ -360,7 +325,7 @@ def score_filing(
             add((ANNUAL_FOR_YEAR, f"annual report preferred for {what}"))
         elif profile.fiscal_quarter == 4:
             add((Q4_FOR_YEAR, "fourth-quarter release also reports the full year"))
-        elif family == "8-K" and not asks_event:
+        elif family == "8-K" and not asks_event and not profile.reports_results:
             add((EVENT_FOR_PERIOD, "8-K reports an event, not a fiscal period"))
     if scope.dates:
         add(_date_part(profile, scope.dates))
@@ -448,22 +413,41 @@ def resolve_scope(
     if not profiles:
         return ScopeDecision([], False, "no filing profiles in the index: unscoped", question=scope)
     index = company_index if company_index is not None else CompanyIndex(profiles, aliases)
-    target = scope.target()
     topics = dict(event_topics) if event_topics is not None else question_event_topics(question)
     mentions = index.find(question)
+    # A known company's whole name beats a weak hit (a first word, a fuzzy match) inside it: "Sun Life Financial"
+    # names the insurer the index lacks, not an indexed "Sun Pacific" by its first word; an exact known name also
+    # beats a fuzzy or one-word match of the same span ("Quantum" is Quantum Corp, not "Zapata Quantum").
+    known = index.find_known(question, [(m.start, m.end) for m in mentions if m.strength >= 2])
+    mentions = [
+        m
+        for m in mentions
+        if m.strength >= 2
+        or not any(
+            k.start <= m.start and m.end <= k.end and (k.end - k.start > m.end - m.start or m.strength == 0)
+            for k in known
+        )
+    ]  # fmt: skip
+    known = [k for k in known if not any(k.start < m.end and m.start < k.end for m in mentions)]
+    # A year inside a company's name ("BlackRock Municipal 2030 Target Term Trust") is not a period of the question.
+    named = [(m.start, m.end) for m in mentions] + [(k.start, k.end) for k in known]
+    inside = [p for p in scope.periods if any(s <= p.start and p.end <= e for s, e in named)]
+    if inside:
+        scope = dataclasses.replace(scope, periods=tuple(p for p in scope.periods if p not in inside))
+    target = scope.target()
     unmatched: list[dict[str, str]] = []
 
     if mentions:
         keys = list(dict.fromkeys(m.key for m in mentions))
         why_company = {k: next(m for m in mentions if m.key == k).describe() for k in keys}
+        unmatched.extend(_unmatched_names(scope, index, mentions, known))
     elif len(index) == 1:
         keys = list(index.companies)
         why_company = {keys[0]: f"no company named; {index.companies[keys[0]].name} is the only company indexed"}
-        unmatched.extend(_unmatched_names(scope, index))
+        unmatched.extend(_unmatched_names(scope, index, mentions, known))
     else:
-        return _unscoped(question, profiles, scope, target, topics, max_filings, index)
+        return _unscoped(question, profiles, scope, target, topics, max_filings, index, known)
 
-    per_company: list[list[FilingMatch]] = []
     rejected: list[FilingMatch] = []
     notes: list[str] = []
     for key, why in _ambiguous_without_period(mentions, index, by_id, scope, target).items():
@@ -471,28 +455,47 @@ def resolve_scope(
         for fid in index.companies[key].filing_ids:
             p = by_id[fid]
             rejected.append(FilingMatch(p.filing_id, p.company, p.form, p.period, 0.0, [why_company[key], why]))
+    # One list of candidate filings per thing the question names: a company named alone, or every company an
+    # ambiguous name stands for (pooled, so that the period decides among them before the name's form does).
+    pools: list[list[str]] = []
+    by_span: dict[tuple[int, int], set[str]] = {}
+    for m in mentions:
+        by_span.setdefault((m.start, m.end), set()).add(m.key)
+    named_alone = {next(iter(ks)) for ks in by_span.values() if len(ks) == 1}
     for key in keys:
-        entry = index.companies[key]
-        said = [m.text for m in mentions if m.key == key]
-        whole = {fid for fid in entry.filing_ids if any(names_whole_company(t, by_id[fid].company) for t in said)}
-        # One key may group several registrants ("Best Buy Co., Inc." and "Best Buy Holdings Inc."): among equally
-        # scored filings, those of the company the question names in full come first, so that max_filings cannot
-        # cut them for look-alikes.
-        partial = bool(whole) and len(whole) < len(entry.filing_ids)
+        spans = {(m.start, m.end) for m in mentions if m.key == key}
+        pool = (
+            None
+            if key in named_alone
+            else next(
+                (pl for pl in pools if pl[0] not in named_alone and any(_same_span(spans, mentions, k) for k in pl)),
+                None,
+            )
+        )
+        if pool is None:
+            pools.append([key])
+        else:
+            pool.append(key)
+    per_pool: list[list[FilingMatch]] = []
+    for pool in pools:
+        said = [m.text for m in mentions if m.key in pool]
+        fids = [fid for key in pool for fid in index.companies[key].filing_ids]
+        whole = {fid for fid in fids if any(names_whole_company(t, by_id[fid].company) for t in said)}
+        # Several registrants for one name ("Best Buy" of "Best Buy Co., Inc." and "Best Buy Holdings Inc."):
+        # among equally scored filings, those of the company the question names in full come first, so that
+        # max_filings cannot cut them for look-alikes. The score (period, form) always comes first.
+        partial = bool(whole) and len(whole) < len(fids)
         scored = []
-        for fid in entry.filing_ids:
+        for fid in fids:
             p = by_id[fid]
             s, reasons = score_filing(p, scope, target, topics)
             if partial and fid in whole:
                 reasons = [*reasons, f"the question names all of {p.company}"]
-            scored.append((p, s, [why_company[key], *reasons]))
+            scored.append((p, s, [why_company[index.key_of_filing[fid]], *reasons]))
         scored.sort(key=lambda t: (-round(t[1], 6), t[0].filing_id not in whole, _sort_key(t[0], t[1], target)))
         best = scored[0][1]
-        kept = [
-            FilingMatch(p.filing_id, p.company, p.form, p.period, s, r)
-            for p, s, r in scored
-            if s >= best - SCOPE_MARGIN
-        ]
+        within = [(p, s, r) for p, s, r in scored if s >= best - SCOPE_MARGIN]
+        per_pool.append([FilingMatch(p.filing_id, p.company, p.form, p.period, s, r) for p, s, r in within])
         for p, s, r in scored:
             if s < best - SCOPE_MARGIN:
                 rejected.append(
@@ -500,45 +503,52 @@ def resolve_scope(
                         p.filing_id, p.company, p.form, p.period, s, [*r, f"below the best {best:.2f} - margin"]
                     )
                 )
-        per_company.append(kept)
+        names = " / ".join(index.companies[k].name for k in pool)
         if target is not None and target.year is not None and best < YEAR_MATCH:
-            notes.append(f"no {entry.name} filing matches {target.label}; closest filings returned")
+            notes.append(f"no {names} filing matches {target.label}; closest filings returned")
             unmatched.append(
-                {
-                    "kind": "period",
-                    "text": target.label,
-                    "reason": f"no indexed {entry.name} filing is for {target.label}",
-                }
+                {"kind": "period", "text": target.label, "reason": f"no indexed {names} filing is for {target.label}"}
             )
         for hint in scope.forms:
             if not hint.weak and not any(_form_part(p, [hint])[0] > 0 for p, _, _ in scored):
                 unmatched.append(
-                    {"kind": "form", "text": hint.text, "reason": f"no indexed {entry.name} filing is a {hint.form}"}
+                    {"kind": "form", "text": hint.text, "reason": f"no indexed {names} filing is a {hint.form}"}
                 )
 
     selected: list[FilingMatch] = []
     depth = 0
-    while len(selected) < max_filings and any(depth < len(k) for k in per_company):
-        for kept in per_company:
+    while len(selected) < max_filings and any(depth < len(k) for k in per_pool):
+        for kept in per_pool:
             if depth < len(kept) and len(selected) < max_filings:
                 selected.append(kept[depth])
         depth += 1
-    chosen = {m.filing_id for m in selected}
-    for m in selected:
-        m.selected = True
-    left_out = [m for kept in per_company for m in kept if m.filing_id not in chosen]
-    for m in left_out:
-        m.reasons.append(f"beyond max_filings={max_filings}")
+    chosen = {fm.filing_id for fm in selected}
+    for fm in selected:
+        fm.selected = True
+    left_out = [fm for kept in per_pool for fm in kept if fm.filing_id not in chosen]
+    for fm in left_out:
+        fm.reasons.append(f"beyond max_filings={max_filings}")
     names = ", ".join(index.companies[k].name for k in keys)
     period = f" for {target.label}" if target is not None else " (no period mentioned: annual reports, latest first)"
     reason = f"scoped to {names}{period}"
     if notes:
         reason += "; " + "; ".join(notes)
     decision = ScopeDecision(
-        [m.filing_id for m in selected], True, reason, selected + left_out + rejected, mentions, scope, unmatched
+        [m.filing_id for m in selected],
+        True,
+        reason,
+        selected + left_out + rejected,
+        mentions,
+        scope,
+        unmatched,
+        known,
     )
     logger.debug("Scope of %r: %s", question, decision.filing_ids)
     return decision
+
+
+def _same_span(spans: set[tuple[int, int]], mentions: Sequence[CompanyMention], key: str) -> bool:
+    return any((m.start, m.end) in spans for m in mentions if m.key == key)
 
 
 def _ambiguous_without_period(
@@ -611,12 +621,14 @@ def _unscoped(
     topics: Mapping[str, str],
     max_filings: int,
     index: CompanyIndex,
+    known: Sequence[KnownMention] = (),
 ) -> ScopeDecision:
     """Every filing, ranked by period and form only; the explanation lists the best few."""
     scored = [(p, *score_filing(p, scope, target, topics)) for p in profiles]
     scored.sort(key=lambda t: _sort_key(t[0], t[1], target))
-    if scope.company_spans:
-        names = ", ".join(repr(s.text) for s in scope.company_spans)
+    unmatched = _unmatched_names(scope, index, [], known)
+    if unmatched:
+        names = ", ".join(repr(u["text"]) for u in unmatched if u["kind"] == "company")
         reason = f"no indexed company recognized (unmatched names: {names}): unscoped, all {len(profiles)} filings"
     else:
         reason = f"no company mentioned and {len(index)} companies indexed: unscoped, all {len(profiles)} filings"
@@ -625,20 +637,43 @@ def _unscoped(
         for p, s, r in scored[:max_filings]
     ]
     logger.debug("Scope of %r: unscoped", question)
-    return ScopeDecision(
-        [p.filing_id for p, _, _ in scored], False, reason, matches, [], scope, _unmatched_names(scope, index)
-    )
+    return ScopeDecision([p.filing_id for p, _, _ in scored], False, reason, matches, [], scope, unmatched, list(known))
 
 
-def _unmatched_names(scope: QuestionScope, index: CompanyIndex) -> list[dict[str, str]]:
-    """The question's capitalized names that name no indexed company ("Apple" asked of a Best Buy index). The
-    spans are a loose heuristic (a capitalized segment name is one too), so they are reported, never acted on."""
-    indexed = ", ".join(sorted(entry.name for entry in index.companies.values()))
-    return [
-        {
-            "kind": "company",
-            "text": span.text,
-            "reason": f"no indexed company is named {span.text!r} (indexed: {indexed})",
-        }
-        for span in scope.company_spans
-    ]
+def _unmatched_names(
+    scope: QuestionScope,
+    index: CompanyIndex,
+    mentions: Sequence[CompanyMention],
+    known: Sequence[KnownMention],
+) -> list[dict[str, str]]:
+    """What the question names that is no indexed company: the known companies the index lacks ("Apple" asked of a
+    Best Buy store: ``status`` "not_indexed", with its name and ticker), then the capitalized names that are
+    neither indexed nor known (``status`` "unknown"; a loose heuristic: a capitalized segment name is one too)."""
+    out: list[dict[str, str]] = []
+    for k in known:
+        ticker = f" ({k.ticker})" if k.ticker else ""
+        out.append(
+            {
+                "kind": "company",
+                "status": "not_indexed",
+                "text": k.text,
+                "company": k.name,
+                "ticker": k.ticker,
+                "reason": f"{k.name}{ticker}, a listed company, has no indexed filing",
+            }
+        )
+    taken = [(m.start, m.end) for m in mentions] + [(k.start, k.end) for k in known]
+    indexed = ", ".join(sorted(entry.name for entry in index.companies.values())[:12])
+    more = f" and {len(index) - 12} more" if len(index) > 12 else ""
+    for span in scope.company_spans:
+        if any(span.start < e and s < span.end for s, e in taken):
+            continue
+        out.append(
+            {
+                "kind": "company",
+                "status": "unknown",
+                "text": span.text,
+                "reason": f"no indexed company is named {span.text!r} (indexed: {indexed}{more})",
+            }
+        )
+    return out

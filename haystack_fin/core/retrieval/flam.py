@@ -58,9 +58,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from haystack_fin.core import schema
-from haystack_fin.core.ingest.items import COVER_CODE, ITEMS_8K_PREDECESSOR, form_family
+from haystack_fin.core.ingest.items import COVER_CODE, ITEMS_8K_PREDECESSOR
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.log import get_logger
+from haystack_fin.core.retrieval.filing_profile import form_family
 from haystack_fin.core.validation import check_int
 
 logger = get_logger(__name__)
@@ -112,7 +113,7 @@ def cluster_item_priors(clusters: Iterable[str], lexicon: Lexicon, form: str) ->
     """Item prior weights from the lexicon: each cluster's typical Items for ``form``, discounted by rank
     (1, 1/2, 1/3, ...), summed over clusters, and for an 8-K the same weight on the pre-2004 number of each Item.
     Unknown clusters and forms without an Item catalog add nothing."""
-    family = form_family(form) or form
+    family = form_family(form)
     priors: dict[str, float] = {}
     for cluster_id in clusters:
         if cluster_id not in lexicon:

@@ -344,7 +344,10 @@ class QdrantEdgeDocumentStore:
         return int(self._shard_or_open().count(qe.CountRequest(exact=True, filter=convert_filters(filters))))
 
     def filter_documents(
-        self, filters: dict[str, Any] | qe.Filter | None = None, exclude_meta: Sequence[str] = ()
+        self,
+        filters: dict[str, Any] | qe.Filter | None = None,
+        exclude_meta: Sequence[str] = (),
+        include_meta: Sequence[str] = (),
     ) -> list[Document]:
         """Documents matching ``filters`` (all documents for None/{}), ordered by point id.
 
@@ -352,15 +355,19 @@ class QdrantEdgeDocumentStore:
 
         :param exclude_meta: meta fields not to read (the Documents come back without them): a caller that needs a
             few small fields of many nodes does not read and hold their large ones.
+        :param include_meta: only these meta fields are read, and neither content nor embedding (the Documents
+            keep their ids): a small profile of many nodes.
         """
         with_payload: Any = True
-        if exclude_meta:
+        with_vector = self.return_embedding
+        if include_meta:
+            fields = ["id", *(f"meta.{name.removeprefix('meta.')}" for name in include_meta)]
+            with_payload, with_vector = qe.PayloadSelector.Include(fields), False
+        elif exclude_meta:
             with_payload = qe.PayloadSelector.Exclude([f"meta.{name.removeprefix('meta.')}" for name in exclude_meta])
         return [
-            point_to_document(r, self.return_embedding)
-            for r in self._scroll(
-                convert_filters(filters), with_payload=with_payload, with_vector=self.return_embedding
-            )
+            point_to_document(r, with_vector)
+            for r in self._scroll(convert_filters(filters), with_payload=with_payload, with_vector=with_vector)
         ]
 
     def _scroll(self, flt: qe.Filter | None, with_payload: Any, with_vector: bool) -> Iterator[qe.Record]:
