@@ -1,8 +1,5 @@
 import functools
-import hashlib
-import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,21 +9,21 @@ from haystack_fin.core import schema
 from haystack_fin.core.graph.build import GRAPH_VERSION, chunk_graph_meta
 from haystack_fin.core.ingest.chunking import chunk_paragraphs
 from haystack_fin.core.ingest.filing_meta import detect_filing_meta
+from haystack_fin.core.ingest.filing_node import (
+    build_filing_node,
+    chunk_meta,
+    drop_chunks,
+    filing_node_text,
+    indexing_run_id,
+)
 from haystack_fin.core.ingest.items import EXHIBIT_PREFIX
 from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.semantic import semantic_chunks
-from haystack_fin.core.ingest.structure import (
-    SECTION_DEPTH,
-    ChunkRecord,
-    FilingStructure,
-    TextChunker,
-    structure_filing,
-)
+from haystack_fin.core.ingest.structure import ChunkRecord, TextChunker, structure_filing
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import DEFAULT_EMBEDDER
 from haystack_fin.core.retrieval.filing_profile import form_family
-from haystack_fin.core.schema import Modality, NodeType
-from haystack_fin.core.statements import classify_statement_table
+from haystack_fin.core.schema import Modality
 from haystack_fin.core.text import normalize_line
 from haystack_fin.core.validation import check_int
 
@@ -43,10 +40,6 @@ DEFAULT_OVERLAP_TOKENS = 20  # ~10%: one trailing sentence of context; more cost
 DEFAULT_MAX_TABLE_ROWS = 15
 
 _FILING_FIELDS = schema.FILING_FIELDS
-# Sections whose term statistics are kept per Item (``section_term_counts``). The filing node is read on every
-# routed query, so its size is bounded; a 10-K's Item 8 has 20-30 notes plus their first sub-headings. Beyond the
-# cap the sections with the fewest lexicon terms go: smoothing shrinks their relative frequency the most.
-MAX_SECTIONS_PER_ITEM = 64
 
 
 def _elements_from_text(content: str) -> list[Element]:
@@ -62,11 +55,6 @@ def _elements_from_text(content: str) -> list[Element]:
             caps = len(letters) >= 4 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
             elements.append(Element("text", line, page_no, is_heading=caps and len(line.split()) <= 14))
     return elements
-
-
-def _context(meta: dict[str, Any], record: ChunkRecord) -> str:
-    head = " ".join(str(meta.get(k) or "") for k in (schema.COMPANY, schema.FORM, schema.PERIOD)).strip()
-    return f"{head} | {' > '.join(record.section_path)}"[:300]
 
 
 @component
@@ -282,16 +270,29 @@ class FilingSplitter:
             section_texts=self.term_stats and self.section_term_stats,
         )
         if not self.include_images:
-            self._drop_chunks(structure, lambda c: c.modality == Modality.IMAGE.value)
+            drop_chunks(structure, lambda c: c.modality == Modality.IMAGE.value)
         if not self.include_filed_exhibits and form_family(str(meta[schema.FORM])) in ("10-K", "10-Q"):
-            self._drop_chunks(structure, lambda c: c.item.startswith(EXHIBIT_PREFIX))
+            drop_chunks(structure, lambda c: c.item.startswith(EXHIBIT_PREFIX))
         if self.graph_meta and self._lexicon is None:
             self._lexicon = Lexicon.load(self.lexicon_path)
-        run_id = self._run_id(meta, structure)
-        chunks = [self._chunk_document(meta, rec, i, run_id) for i, rec in enumerate(structure.chunks)]
+        run_id = indexing_run_id(meta, structure, self._run_parameters())
+        fid = str(meta[schema.FILING_ID])
+        statements = self._lexicon if self.tag_statements else None
+        chunks = [
+            Document(
+                id=schema.chunk_id(fid, i, run_id),
+                content=rec.content,
+                meta=chunk_meta(meta, rec, i, run_id, statements),
+            )
+            for i, rec in enumerate(structure.chunks)
+        ]
         if self.graph_meta:
-            self._add_graph_meta(chunks, str(meta[schema.FILING_ID]), n_pages)
-        return chunks, self._filing_node(meta, structure, n_pages, run_id, doc.meta, identity)
+            self._add_graph_meta(chunks, fid, n_pages)
+        term_lexicon = self._lexicon if self.term_stats else None
+        node = build_filing_node(
+            meta, structure, n_pages, run_id, doc.meta, identity, term_lexicon, self.section_term_stats
+        )
+        return chunks, Document(id=node.id, content=filing_node_text(node), meta=node.to_meta())
 
     def _add_graph_meta(self, chunks: list[Document], filing_id: str, n_pages: int) -> None:
         assert self._lexicon is not None
@@ -306,171 +307,23 @@ class FilingSplitter:
             cpu_ms=1000 * (time.process_time() - cpu),
         )  # fmt: skip
 
-    @staticmethod
-    def _drop_chunks(structure: FilingStructure, drop: Callable[[ChunkRecord], bool]) -> None:
-        # Chunks come in Item order, n_chunks per section. Counting per section, not per item code, keeps a code
-        # that occurs twice right (a 10-K's Item 8 both in the index and again on its F-pages after Item 15).
-        kept: list[ChunkRecord] = []
-        start = 0
-        for item in structure.items:
-            section = structure.chunks[start : start + item.n_chunks]
-            start += item.n_chunks
-            survivors = [c for c in section if not drop(c)]
-            item.n_chunks = len(survivors)
-            kept.extend(survivors)
-        structure.chunks = kept
-
-    def _run_id(self, meta: dict[str, Any], structure: FilingStructure) -> str:
-        # Deterministic per (content, parameters): identical re-indexing rewrites the same nodes; a changed
-        # filing or changed parameters get a new run id and the writer deletes the previous run's leftovers.
-        h = hashlib.sha256()
-        # Node ids carry the run: a run id of a store written when they did not must never come back, or a
-        # re-index would add run-scoped ids next to the old ones under the same run instead of replacing them.
-        h.update(b"run-scoped-ids/")
-        h.update(json.dumps(sorted((k, str(v)) for k, v in meta.items())).encode())
-        h.update(
-            f"{self.chunk_tokens}/{self.overlap_tokens}/{self.max_table_rows}/{self.include_images}/"
-            f"{self.tag_statements}".encode()
-        )
-        if self.include_filed_exhibits:
-            h.update(b"/filed-exhibits")
-        if self.graph_meta and self._lexicon is not None:  # the stored entities and edges are part of the nodes
-            h.update(f"/graph-meta/{GRAPH_VERSION}/{self._lexicon.fingerprint}".encode())
-        if self.chunking == "semantic":  # default-mode run ids stay what they were
-            h.update(
-                f"/semantic/{self.semantic_model}/{self.semantic_percentile}/{self.semantic_merge_threshold}".encode()
-            )
-        for c in structure.chunks:
-            h.update(c.content.encode("utf-8", "replace"))
-        return h.hexdigest()[:16]
-
     def _chunk_document(self, meta: dict[str, Any], rec: ChunkRecord, index: int, run_id: str) -> Document:
-        chunk_meta: dict[str, Any] = {
-            **meta,
-            schema.NODE_TYPE: NodeType.CHUNK.value,
-            schema.ITEM: rec.item,
-            schema.ITEM_TITLE: rec.item_title,
-            schema.PART: rec.part,
-            schema.SECTION_PATH: list(rec.section_path),
-            schema.PAGE_NUMBERS: list(rec.page_numbers),
-            schema.MODALITY: rec.modality,
-            schema.TABLE_ID: rec.table_id or None,
-            schema.CHUNK_INDEX: index,
-            schema.INDEX_RUN: run_id,
-            schema.CONTEXT: _context(meta, rec),
-        }
-        if rec.ocr:
-            chunk_meta[schema.OCR] = True
-            chunk_meta[schema.OCR_CONFIDENCE] = rec.ocr_confidence
-            key = schema.OCR_SUSPECT_CELLS if rec.table is not None else schema.OCR_SUSPECT_NUMBERS
-            chunk_meta[key] = [list(s) for s in rec.ocr_suspects]
-        if rec.bbox is not None:
-            chunk_meta[schema.BBOX] = list(rec.bbox)
-        if rec.image is not None:
-            chunk_meta[schema.IMAGE] = rec.image
-        if rec.table is not None:
-            chunk_meta[schema.TABLE_JSON] = rec.table
-            chunk_meta[schema.TABLE_BLOCK] = rec.table_block
-            chunk_meta[schema.TABLE_SUMMARY] = rec.table_summary
-            if self.tag_statements and self._lexicon is not None:
-                kind = classify_statement_table(
-                    rec.table_title, rec.table_rows, rec.item, str(meta[schema.FORM]), self._lexicon
-                )
-                if kind:
-                    chunk_meta[schema.STATEMENT] = kind
+        statements = self._lexicon if self.tag_statements else None
         node_id = schema.chunk_id(str(meta[schema.FILING_ID]), index, run_id)
-        return Document(id=node_id, content=rec.content, meta=chunk_meta)
+        return Document(id=node_id, content=rec.content, meta=chunk_meta(meta, rec, index, run_id, statements))
 
-    def _filing_node(
-        self,
-        meta: dict[str, Any],
-        structure: FilingStructure,
-        n_pages: int,
-        run_id: str,
-        source: dict[str, Any],
-        identity: dict[str, Any] | None = None,
-    ) -> Document:
-        by_modality = {m.value: 0 for m in Modality}
-        for c in structure.chunks:
-            by_modality[c.modality] += 1
-        items = [
-            schema.FilingItem(
-                item=it.item,
-                title=it.title,
-                part=it.part,
-                start_page=it.start_page,
-                end_page=it.end_page,
-                n_chunks=it.n_chunks,
-            )
-            for it in structure.items
+    def _run_parameters(self) -> list[str]:
+        """Every setting that changes the stored nodes (``indexing_run_id``): the run id changes with them."""
+        params = [
+            f"{self.chunk_tokens}/{self.overlap_tokens}/{self.max_table_rows}/{self.include_images}/{self.tag_statements}"
         ]
-        lines = [f"{meta.get(schema.COMPANY, '')} {meta.get(schema.FORM, '')} {meta.get(schema.PERIOD, '')}".strip()]
-        lines += [f"Item {it['item']}: {it['title']} (pages {it['start_page']}-{it['end_page']})" for it in items]
-        # Provenance values pass through as the chunks carry them (a caller's --meta value is not re-typed here).
-        node = schema.FilingNode(
-            filing_id=meta[schema.FILING_ID],
-            company=meta[schema.COMPANY],
-            form=meta[schema.FORM],
-            period=meta[schema.PERIOD],
-            source_path=meta[schema.SOURCE_PATH],
-            fiscal_year=meta.get(schema.FISCAL_YEAR),
-            fiscal_quarter=meta.get(schema.FISCAL_QUARTER),
-            period_end=meta.get(schema.PERIOD_END, ""),
-            ticker=meta.get(schema.TICKER, ""),
-            n_pages=n_pages,
-            items=items,
-            n_chunks_by_modality=by_modality,
-            index_run=run_id,
-            source_sha256=str(source.get(schema.SOURCE_SHA256) or ""),
-            skipped_pages=[int(p) for p in source.get(schema.SKIPPED_PAGES) or ()],
-        )
-        # The registrant's identity (schema.IDENTITY_FIELDS) through the node's own reader, which types each field.
-        known = schema.FilingNode.from_meta({**(identity or {}), schema.FILING_ID: node.filing_id})
-        for key in ("cik", "tickers", "securities", "file_numbers", "irs_number", "legal_name", "former_names"):
-            setattr(node, key, getattr(known, key))
-        if self.term_stats and self._lexicon is not None:
-            counts: dict[str, dict[str, int]] = {}
-            for it in structure.items:  # an Item split in two (Item 8 on F-pages) sums its parts
-                item_counts = counts.setdefault(it.item, {})
-                for cluster, n in self._lexicon.count_cluster_terms(it.text).items():
-                    item_counts[cluster] = item_counts.get(cluster, 0) + n
-            node.item_term_counts = counts
-            node.item_term_totals = {item: sum(c.values()) for item, c in counts.items()}
-            if self.section_term_stats:
-                node.section_term_counts = self._section_term_counts(structure)
-                node.section_term_totals = {
-                    item: {heading: sum(c.values()) for heading, c in by_heading.items()}
-                    for item, by_heading in node.section_term_counts.items()
-                }
-        return Document(id=node.id, content="\n".join(lines), meta=node.to_meta())
-
-    def _section_term_counts(self, structure: FilingStructure) -> dict[str, dict[str, dict[str, int]]]:
-        """``{item: {heading: {cluster: count}}}`` for the headings of the first two levels under each Item title
-        (``ItemSummary.sections``), counted like the Items; only sections with chunks under them (in their section
-        path) and at least one counted term, at most ``MAX_SECTIONS_PER_ITEM`` per Item."""
-        assert self._lexicon is not None
-        # Headings some chunk carries in its section path: a heading directly followed by another one, or whose
-        # text went into a chunk that started under the previous heading, has nothing to retrieve under it.
-        reachable = {(c.item, h) for c in structure.chunks for h in c.section_path[1 : 1 + SECTION_DEPTH]}
-        counts: dict[str, dict[str, dict[str, int]]] = {}
-        for it in structure.items:
-            by_heading = counts.setdefault(it.item, {})
-            for heading, text in it.sections.items():
-                if (it.item, heading) not in reachable:
-                    continue
-                section_counts = by_heading.setdefault(heading, {})
-                for cluster, n in self._lexicon.count_cluster_terms(text).items():
-                    section_counts[cluster] = section_counts.get(cluster, 0) + n
-        capped: dict[str, dict[str, dict[str, int]]] = {}
-        for item, by_heading in counts.items():
-            counted = [(heading, c) for heading, c in by_heading.items() if c]
-            if len(counted) > MAX_SECTIONS_PER_ITEM:
-                # Keep the sections with the most lexicon terms (filing order among them): see the constant.
-                keep = sorted(range(len(counted)), key=lambda i: -sum(counted[i][1].values()))[:MAX_SECTIONS_PER_ITEM]
-                counted = [counted[i] for i in sorted(keep)]
-            if counted:
-                capped[item] = dict(counted)
-        return capped
+        if self.include_filed_exhibits:
+            params.append("filed-exhibits")
+        if self.graph_meta and self._lexicon is not None:  # the stored entities and edges are part of the nodes
+            params.append(f"graph-meta/{GRAPH_VERSION}/{self._lexicon.fingerprint}")
+        if self.chunking == "semantic":  # default-mode run ids stay what they were
+            params.append(f"semantic/{self.semantic_model}/{self.semantic_percentile}/{self.semantic_merge_threshold}")
+        return params
 
     @staticmethod
     def profile_node(filing_node: Document) -> Document:

@@ -3,11 +3,12 @@ from pathlib import Path
 import pytest
 from haystack import Document
 
-from haystack_fin.components import filing_splitter
 from haystack_fin.components.filing_converter import FilingConverter
 from haystack_fin.components.filing_splitter import FilingSplitter
 from haystack_fin.core import schema
+from haystack_fin.core.ingest.filing_node import drop_chunks, section_term_counts
 from haystack_fin.core.ingest.structure import ChunkRecord, FilingStructure, ItemSummary
+from haystack_fin.core.lexicon import Lexicon
 
 
 @pytest.fixture(scope="module")
@@ -125,18 +126,16 @@ class TestFilingSplitter:
             .isdisjoint(schema.FLAM_STATISTICS)
         )
 
-    def test_section_term_counts_are_capped_per_item(self, monkeypatch):
-        monkeypatch.setattr(filing_splitter, "MAX_SECTIONS_PER_ITEM", 2)
+    def test_section_term_counts_are_capped_per_item(self):
         sections = {"A": "revenue", "B": "revenue and net income and capex", "C": "nothing", "D": "capex and goodwill"}
         chunks = [ChunkRecord("x", "text", "7", "MD&A", "II", ["Item 7. MD&A", h], [1]) for h in "ABCD"]
         structure = FilingStructure(chunks, [ItemSummary("7", "", "", 1, 2, 4, "", sections)])
-        splitter = FilingSplitter(graph_meta=False)
-        splitter.warm_up()
+        lexicon = Lexicon.load()
         # C counts no term; of A, B, D the two with the most terms stay, in filing order.
-        assert list(splitter._section_term_counts(structure)["7"]) == ["B", "D"]
+        assert list(section_term_counts(structure, lexicon, max_sections=2)["7"]) == ["B", "D"]
         # A heading no chunk sits under has nothing to retrieve: not counted.
         structure.chunks = chunks[:1]
-        assert list(splitter._section_term_counts(structure)["7"]) == ["A"]
+        assert list(section_term_counts(structure, lexicon, max_sections=2)["7"]) == ["A"]
 
     def test_filed_exhibits_are_sections_without_chunks_by_default(self, bestbuy_split, fixtures):
         # The 10-Q's certifications (Exhibits 31.1-32.2, pages 27-30) follow its signatures.
@@ -169,7 +168,7 @@ class TestFilingSplitter:
         ]
         chunks = [rec("8"), rec("15"), rec("8"), rec("8", "image"), rec("8")]
         structure = FilingStructure(chunks, items)
-        FilingSplitter._drop_chunks(structure, lambda c: c.modality == "image")
+        drop_chunks(structure, lambda c: c.modality == "image")
         assert [i.n_chunks for i in structure.items] == [1, 1, 2]
         assert [c.modality for c in structure.chunks] == ["text"] * 4
 
