@@ -1,3 +1,4 @@
+import functools
 from dataclasses import replace
 from typing import Any
 
@@ -15,50 +16,17 @@ from haystack_fin.core.ingest.clustering import (
     DEFAULT_REDUCER,
     DEFAULT_SOFT_THRESHOLD,
     Reducer,
-    TreeNode,
-    TreeTopology,
     build_tree_topology,
     validate_tree_params,
 )
-from haystack_fin.core.ingest.node_texts import (
-    clean_row_label,
-    extractive_summary,
-    markdown_row_labels,
-    metric_terms,
-    parse_node_reply,
-    rank_term_concepts,
-    table_periods,
-    template_questions,
-    term_mentions,
-)
+from haystack_fin.core.ingest.node_texts import parse_node_reply
+from haystack_fin.core.ingest.tree_nodes import LeafFacts, item_node_texts, leaf_tree_meta, tree_node_records
 from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.schema import Modality, NodeType
-from haystack_fin.core.text import estimate_tokens
+from haystack_fin.core.schema import NodeType
 from haystack_fin.core.validation import check_int
 
 logger = logging.getLogger(__name__)
 
-TWIN_ID, LEAF_IDS, TREE_PARENT_IDS = schema.TWIN_ID, schema.LEAF_IDS, schema.TREE_PARENT_IDS
-TREE_BLOCK_SIZE, GENERATED_BY, CONTEXT = schema.TREE_BLOCK_SIZE, schema.GENERATED_BY, schema.CONTEXT
-
-# Filing-level fields copied from an Item's chunks onto its tree nodes, so filing-scope filters match them too.
-_COPIED_FIELDS = (
-    schema.FILING_ID,
-    schema.COMPANY,
-    schema.FORM,
-    schema.PERIOD,
-    schema.FISCAL_YEAR,
-    schema.FISCAL_QUARTER,
-    schema.PERIOD_END,
-    schema.TICKER,
-    schema.SOURCE_PATH,
-    schema.PART,
-    schema.ITEM,
-    schema.ITEM_TITLE,
-    schema.INDEX_RUN,
-)
-
-_LABELS_PER_TABLE = 8
 _PROMPT = """You index a section of an SEC filing: {heading}.
 Read the passages and reply with one JSON object and nothing else:
 {{"summary": "<at most {max_words} words: the main facts, figures and periods of the passages>",
@@ -289,116 +257,33 @@ class TreeBuilder:
             soft_threshold=self.soft_threshold,
             random_state=self.random_state,
         )
-        leaves = _LeafFacts(chunks, self._lexicon)
-
-        run = str(chunks[0].meta.get(schema.INDEX_RUN) or "")  # tree nodes belong to their chunks' run
-
-        def node_id(node: TreeNode, kind: str) -> str:
-            return schema.tree_node_id(filing_id, item, kind, node.level, node.index, run)
-
-        texts = self._node_texts(topology, leaves, chunks, embeddings)
-        first = chunks[0].meta
-        section = first.get(schema.SECTION_PATH) or []
-        item_label = str(section[0]) if section else str(first.get(schema.ITEM_TITLE) or item)
-        base_meta = {key: first[key] for key in _COPIED_FIELDS if key in first}
-        head = " ".join(str(first.get(k) or "") for k in (schema.COMPANY, schema.FORM, schema.PERIOD)).strip()
-        base_meta.update(
-            {
-                schema.SECTION_PATH: [item_label],
-                schema.MODALITY: Modality.TEXT.value,
-                schema.TABLE_ID: None,
-                CONTEXT: f"{head} | {item_label}"[:300],
-            }
+        contents = [chunk.content or "" for chunk in chunks]
+        leaves = LeafFacts(contents, [chunk.meta for chunk in chunks], self._lexicon)
+        rewrite = None
+        if self.chat_generator is not None:
+            rewrite = functools.partial(self._llm_texts, chunks[0])
+        texts = item_node_texts(
+            topology,
+            leaves,
+            contents,
+            embeddings,
+            str(chunks[0].meta.get(schema.PERIOD) or ""),
+            self.max_summary_words,
+            self.max_questions,
+            self.builds_question_tree,
+            self._lexicon,
+            rewrite,
         )
-
-        with_questions = self.builds_question_tree
-        kinds = [("s", "q", NodeType.SUMMARY)] + ([("q", "s", NodeType.QUESTION)] if with_questions else [])
-        nodes: list[Document] = []
-        for node in topology.nodes():
-            bottom = node.level == topology.bottom_level
-            parent = None if node.parent is None else topology.levels[node.level - 1][node.parent]
-            leaf_ids = [chunks[leaf].id for leaf in node.leaves]
-            summary_text, questions, sources = texts[(node.level, node.index)]
-            for kind, twin_kind, node_type in kinds:
-                if bottom:
-                    children = [chunks[leaf].id for leaf in node.children]
-                else:
-                    children = [node_id(topology.levels[node.level + 1][c], kind) for c in node.children]
-                meta = {
-                    **base_meta,
-                    schema.NODE_TYPE: node_type.value,
-                    schema.TREE_LEVEL: node.level,
-                    schema.TREE_PARENT_ID: node_id(parent, kind) if parent is not None else None,
-                    schema.TREE_CHILDREN_IDS: children,
-                    TREE_BLOCK_SIZE: sum(leaves.tokens[leaf] for leaf in node.leaves),
-                    TWIN_ID: node_id(node, twin_kind) if with_questions else None,
-                    LEAF_IDS: leaf_ids,
-                    schema.PAGE_NUMBERS: sorted({p for leaf in node.leaves for p in leaves.pages[leaf]}),
-                    GENERATED_BY: sources[0] if kind == "s" else sources[1],
-                }
-                content = summary_text if kind == "s" else "\n".join(questions)
-                nodes.append(Document(id=node_id(node, kind), content=content, meta=meta))
-
-        bottom_nodes = topology.levels[-1]
-        updated = []
-        for i, chunk in enumerate(chunks):
-            parent_ids = [node_id(bottom_nodes[j], "s") for j in topology.leaf_parents[i]]
-            meta = {
-                **chunk.meta,
-                schema.TREE_PARENT_ID: parent_ids[0],
-                TREE_PARENT_IDS: parent_ids,
-                schema.TREE_LEVEL: topology.depth,
-                TREE_BLOCK_SIZE: leaves.tokens[i],
-            }
-            updated.append(replace(chunk, meta=meta))
-        return nodes, updated
-
-    def _node_texts(
-        self, topology: TreeTopology, leaves: "_LeafFacts", chunks: list[Document], embeddings: np.ndarray
-    ) -> dict[tuple[int, int], tuple[str, list[str], tuple[str, str]]]:
-        """(summary, questions, (summary source, questions source)) per node, computed bottom-up (the LLM reads the
-        children's summaries)."""
-        texts: dict[tuple[int, int], tuple[str, list[str], tuple[str, str]]] = {}
-        filing_period = str(chunks[0].meta.get(schema.PERIOD) or "")
-        for level in reversed(topology.levels):
-            for node in level:
-                members = list(node.leaves)
-                concepts = rank_term_concepts([leaves.mentions[leaf] for leaf in members])
-                terms = [term for _, term in concepts]
-                labels = list(dict.fromkeys(label for leaf in members for label in leaves.row_labels[leaf]))
-                periods = list(dict.fromkeys(p for leaf in members for p in leaves.periods[leaf]))
-                periods = sorted(periods, reverse=True)[:2] or ([filing_period] if filing_period else [])
-                summary = extractive_summary(
-                    [chunks[leaf].content or "" for leaf in members],
-                    embeddings[members],
-                    terms=terms,
-                    row_labels=labels,
-                    max_words=self.max_summary_words,
-                )
-                questions = (
-                    template_questions(
-                        [chunks[leaf].content or "" for leaf in members],
-                        [leaves.section_paths[leaf] for leaf in members],
-                        labels,
-                        terms,
-                        periods,
-                        max_questions=self.max_questions,
-                        metrics=metric_terms(concepts, self._lexicon) if self._lexicon else [],
-                    )
-                    if self.builds_question_tree
-                    else []
-                )
-                sources = ("extractive", "template")
-                if self.chat_generator is not None:
-                    bottom = node.level == topology.bottom_level
-                    passages = (
-                        [chunks[leaf].content or "" for leaf in node.children]
-                        if bottom
-                        else [texts[(node.level + 1, child)][0] for child in node.children]
-                    )
-                    summary, questions, sources = self._llm_texts(chunks[0], passages, summary, questions)
-                texts[(node.level, node.index)] = (summary, questions, sources)
-        return texts
+        ids = [chunk.id for chunk in chunks]
+        records = tree_node_records(
+            filing_id, item, topology, ids, chunks[0].meta, leaves, texts, self.builds_question_tree
+        )
+        run = str(chunks[0].meta.get(schema.INDEX_RUN) or "")  # tree nodes belong to their chunks' run
+        updated = [
+            replace(chunk, meta={**chunk.meta, **tree_meta})
+            for chunk, tree_meta in zip(chunks, leaf_tree_meta(filing_id, item, topology, leaves, run), strict=True)
+        ]
+        return [Document(id=i, content=c, meta=m) for i, c, m in records], updated
 
     def _llm_texts(
         self, first_chunk: Document, passages: list[str], summary: str, questions: list[str]
@@ -443,32 +328,3 @@ class TreeBuilder:
             return nodes
         embedded = {doc.id: doc for doc in self.embedder.run(documents=to_embed)["documents"]}
         return [replace(node, embedding=embedded[node.id].embedding) if node.id in embedded else node for node in nodes]
-
-
-class _LeafFacts:
-    """Per-chunk facts computed once and shared by every node above the chunk."""
-
-    def __init__(self, chunks: list[Document], lexicon: Lexicon | None) -> None:
-        self.mentions = [term_mentions(c.content or "", lexicon) if lexicon else [] for c in chunks]
-        self.tokens = [estimate_tokens(c.content or "") for c in chunks]
-        self.pages = [list(c.meta.get(schema.PAGE_NUMBERS) or []) for c in chunks]
-        self.section_paths = [[str(s) for s in c.meta.get(schema.SECTION_PATH) or []] for c in chunks]
-        self.row_labels: list[list[str]] = []
-        self.periods: list[list[str]] = []
-        for chunk in chunks:
-            table = chunk.meta.get(schema.TABLE_JSON)
-            if isinstance(table, dict):
-                rows = [
-                    row
-                    for row in table.get("rows") or []
-                    if not row.get("is_context") and any(v is not None for v in (row.get("values") or [])[1:])
-                ]
-                labels = [clean_row_label(str(row.get("label") or "")) for row in rows]
-                self.row_labels.append([label for label in labels if label][:_LABELS_PER_TABLE])
-                self.periods.append(table_periods([str(c) for c in table.get("columns") or []]))
-            elif chunk.meta.get(schema.MODALITY) == Modality.TABLE.value:
-                self.row_labels.append(markdown_row_labels(chunk.content or "")[:_LABELS_PER_TABLE])
-                self.periods.append([])
-            else:
-                self.row_labels.append([])
-                self.periods.append([])
