@@ -388,24 +388,15 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def _retrieved_by(doc: Any) -> dict[str, Any]:
-    """How the retriever reached a passage, in the trace's words (mode, tree paths, statement, heading)."""
-    from haystack_fin.core import schema
-
-    info = dict(doc.meta.get(schema.RETRIEVAL) or {})
-    keep = ("mode", "tree_paths", "statement", "section", "cluster", "flam_score", "reason")
-    return {"item": doc.meta.get(schema.ITEM), **{k: info[k] for k in keep if k in info}}
-
-
 def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
     """Run pipelines/query.yaml through ``QueryRunner`` (one pipeline: retrieval, then generation and the number
     check; its gate is closed with --no-llm or when Ollama is not reachable, which leaves the passages as they are)
     and collect the trace. ``-k`` is the window's run-time ``top_k``: the candidates stay the YAML's, so the first
     passages do not depend on ``-k``. The generator's URL and model: the YAML's, or ``HAYSTACK_FIN_OLLAMA_URL`` /
     ``HAYSTACK_FIN_OLLAMA_MODEL``."""
-    from haystack_fin.core import schema
     from haystack_fin.query_runner import QueryRunner
-    from haystack_fin.serving import ServingConfig, generation_status, ollama_reachable, passage_dict
+    from haystack_fin.responses import generation_status, query_response
+    from haystack_fin.serving import ServingConfig, ollama_reachable
 
     env = ServingConfig.from_env()
     runner = QueryRunner(
@@ -423,31 +414,11 @@ def ask(question: str, args: argparse.Namespace) -> dict[str, Any]:
         result = runner.run(question, [args.filing] if args.filing else None, k=args.k, generate=up)
     finally:
         runner.close()
-    answer = result.answer
     if args.no_llm:
         generation = "skipped: --no-llm"
     else:
-        generation = generation_status(True, up, answer is not None, bool(result.passages), llm_url)
-    return {
-        "answer": answer.data if answer is not None else None,
-        # Per cited passage: filing, Item, pages, table id and the cells or text where the answer's numbers are.
-        "citations": answer.meta.get("citations") if answer is not None else None,
-        # Numbers of the answer found in no cited passage (computed ones too: check that arithmetic).
-        "unsupported_numbers": answer.meta.get("unsupported_numbers") if answer is not None else None,
-        "passages": [passage_dict(d) for d in result.passages],
-        "trace": {
-            "generation": generation,
-            **result.trace,
-            "tree_paths": {d.id: d.meta.get(schema.RETRIEVAL, {}).get("tree_paths") for d in result.passages},
-            # Per passage, in order: how the retriever reached it (tree path, statement, heading, graph, flat).
-            "retrieved_by": [_retrieved_by(d) for d in result.passages],
-            # Per passage, in order: why the graph stage added it, in words (None: it did not add it).
-            "graph_paths": [
-                d.meta[schema.GRAPH].get("explain") if isinstance(d.meta.get(schema.GRAPH), dict) else None
-                for d in result.passages
-            ],
-        },
-    }
+        generation = generation_status(True, up, result.answer is not None, bool(result.passages), llm_url)
+    return query_response(question, result, generation, explain=True)
 
 
 def citation_lines(citations: list[dict[str, Any]], unsupported: list[dict[str, Any]]) -> list[str]:
@@ -472,6 +443,7 @@ def citation_lines(citations: list[dict[str, Any]], unsupported: list[dict[str, 
 def cmd_ask(args: argparse.Namespace) -> int:
     from haystack_fin.core.trace_text import explain_lines
     from haystack_fin.pipeline_loader import pipeline_dict
+    from haystack_fin.responses import unknown_filing_ids
 
     if not args.question.strip():  # an empty question would rank the store's chunks for nothing
         print("error: the question is empty", file=sys.stderr)
@@ -486,8 +458,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
             return 2
     _check_store(args, pipeline_dict("query", args.store, args.qdrant_url, args.index), create=args.create)
     out = ask(args.question, args)
-    unmatched = (out["trace"].get("scope") or {}).get("unmatched") or []
-    unknown = [u["text"] for u in unmatched if u.get("kind") == "filing_id"]
+    unmatched = out["unmatched"]
+    unknown = unknown_filing_ids(unmatched)
     if unknown:  # as in `inspect --filing`: an unknown id is an error, not another filing's passages
         print(f"error: no filing {unknown[0]!r} in the store", file=sys.stderr)
         return 1
@@ -501,7 +473,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         reason = str(scope.get("reason") or "no indexed filing matches the question")
         print(f"{reason[:1].upper()}{reason[1:]}.")  # "No indexed filing matches: no indexed company is named ..."
     elif out["answer"] is None:
-        print(f"Answer generation {out['trace']['generation']}; showing the cited passages.")
+        print(f"Answer generation {out['generation']}; showing the cited passages.")
     else:
         print(out["answer"])
         print()

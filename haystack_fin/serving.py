@@ -17,7 +17,6 @@ The HTTP and MCP side is ``haystack_fin/server.py``. Configuration comes from th
 """
 
 import asyncio
-import json
 import logging
 import math
 import os
@@ -29,6 +28,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from haystack_fin.responses import generation_status, query_response, unknown_filing_ids
 
 logger = logging.getLogger(__name__)
 
@@ -152,29 +153,6 @@ def ollama_reachable(url: str, timeout: float = 1.5) -> bool:
             return bool(response.status == 200)
     except Exception:
         return False
-
-
-def passage_dict(doc: Any) -> dict[str, Any]:
-    """A returned passage as JSON: text and provenance."""
-    m = doc.meta
-    return {
-        "id": doc.id,
-        "text": doc.content,
-        "filing_id": m.get("filing_id"),
-        "company": m.get("company"),
-        "form": m.get("form"),
-        "period": m.get("period"),
-        "item": m.get("item"),
-        "pages": m.get("page_numbers"),
-        "modality": m.get("modality"),
-        "table_id": m.get("table_id"),
-        "score": doc.score,
-    }
-
-
-def _plain(value: Any) -> Any:
-    """JSON-safe copy of a trace (sets, dataclasses and numpy scalars become strings or lists)."""
-    return json.loads(json.dumps(value, default=str))
 
 
 def sources_text(passages: list[dict[str, Any]], citations: list[dict[str, Any]] | None) -> str:
@@ -381,24 +359,16 @@ class FinService:
                 logger.exception("the generator at %s failed", self.ollama_url)
                 raise RequestError("the answer generator failed; the server log has the details", 502) from exc
             raise
-        unmatched = list((result.trace.get("scope") or {}).get("unmatched") or [])
-        unknown = [u["text"] for u in unmatched if u.get("kind") == "filing_id"]
+        out = query_response(
+            question,
+            result,
+            # No URL here: a client learns that generation is off, the operator's log says where Ollama was looked for.
+            generation_status(generate, up, result.answer is not None, bool(result.passages), ""),
+            explain,
+        )
+        unknown = unknown_filing_ids(out["unmatched"])
         if unknown:
             raise RequestError(f"no indexed filing has id {', '.join(map(repr, unknown))}", status=404)
-        answer = result.answer
-        out: dict[str, Any] = {
-            "question": question,
-            "answer": answer.data if answer is not None else None,
-            "citations": answer.meta.get("citations") if answer is not None else None,
-            "unsupported_numbers": answer.meta.get("unsupported_numbers") if answer is not None else None,
-            # What the question asks for that no indexed filing has (company, period, form): "not in these filings".
-            "unmatched": unmatched,
-            # No URL here: a client learns that generation is off, the operator's log says where Ollama was looked for.
-            "generation": generation_status(generate, up, answer is not None, bool(result.passages), ""),
-        }
-        out["passages"] = [passage_dict(d) for d in result.passages]
-        if explain:
-            out["trace"] = _plain(result.trace)
         return out
 
 
@@ -497,17 +467,6 @@ async def until_deadline(future: "asyncio.Future[T]", deadline: Deadline) -> T:
         deadline.abandon()
         raise RequestTimeout(deadline.seconds)
     return future.result()
-
-
-def generation_status(requested: bool, ollama_up: bool, answered: bool, passages: bool, url: str) -> str:
-    """What happened to generation, in words (the reason when there is no answer)."""
-    if answered:
-        return "ollama"
-    if not requested:
-        return "skipped: generate=false"
-    if not ollama_up:
-        return f"skipped: Ollama not reachable at {url}" if url else "skipped: Ollama not reachable"
-    return "skipped: no passage found" if not passages else "skipped"
 
 
 def _footer(passages: list[dict[str, Any]], citations: list[dict[str, Any]] | None, unsupported: list[Any]) -> str:

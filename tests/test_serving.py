@@ -530,7 +530,7 @@ def test_ask_prints_and_carries_the_check(bestbuy_store, tmp_path, capsys, monke
     assert main(["ask", QUESTION, "--store", store, "--no-llm", "--json"]) == 0
     plain = json.loads(capsys.readouterr().out)
     assert (
-        plain["answer"] is None and plain["citations"] is None and plain["trace"]["generation"] == "skipped: --no-llm"
+        plain["answer"] is None and plain["citations"] is None and plain["generation"] == "skipped: --no-llm"
     )
     with OllamaStub() as stub:
         monkeypatch.setenv("HAYSTACK_FIN_OLLAMA_URL", stub.url)
@@ -539,11 +539,20 @@ def test_ask_prints_and_carries_the_check(bestbuy_store, tmp_path, capsys, monke
         assert main(["ask", QUESTION, "--store", store, "--explain"]) == 0
         text = capsys.readouterr().out
     assert [p["id"] for p in checked["passages"]] == [p["id"] for p in plain["passages"]]
-    assert checked["trace"]["generation"] == "ollama"
+    assert checked["generation"] == "ollama"
     assert checked["citations"][0]["filing_id"] == "BBY" and checked["citations"][0]["numbers"]
     assert [u["text"] for u in checked["unsupported_numbers"]] == [INVENTED]
     assert f"Numbers not found in the cited passages (check them): {INVENTED}" in text
     assert "Scope: scoped to BEST BUY CO., INC." in text and "Items (FLAM" in text and "Retrieved by:" in text
+    # The REST route's JSON (and the MCP tool's) is built by the same function: the same keys, the same passages.
+    service = FinService(ServingConfig(store=store))
+    service.warm_up()
+    try:
+        served = service.ask(QUESTION, explain=True, generate=False)
+    finally:
+        service.close()
+    assert served.keys() == plain.keys() and served["trace"].keys() == plain["trace"].keys()
+    assert served["passages"] == plain["passages"] and all(p["section"] for p in served["passages"])
 
 
 async def _call_mcp_tool(url: str, tool: str, arguments: dict[str, Any]) -> tuple[list[Any], Any]:
