@@ -383,14 +383,34 @@ def _benchmark_store(args: argparse.Namespace, command: str) -> str | None:
     return store
 
 
+def _filing_dirs(args: argparse.Namespace) -> list[str]:
+    """The folders of ``--pdfs`` and ``--filings``, in the order given; at least one is required."""
+    folders = [*(args.pdfs or []), *(args.filings or [])]
+    if not folders:
+        raise ValueError("name the folder(s) holding DOC_NAME.pdf / DOC_NAME.html with --filings DIR (or --pdfs DIR)")
+    return folders
+
+
+def _add_filing_dirs_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--filings",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="folder with DOC_NAME.pdf or DOC_NAME.html for the questions' doc_names (repeatable; first match wins)",
+    )
+    p.add_argument("--pdfs", action="append", default=[], metavar="DIR", help="same as --filings (repeatable)")
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from haystack_fin.evaluation_runner import run_financebench
 
     ks = args.k
+    folders = _filing_dirs(args)
     store = _benchmark_store(args, "eval")
     result = run_financebench(
         args.questions,
-        args.pdfs,
+        folders,
         args.setting,
         store,
         args.qdrant_url,
@@ -410,6 +430,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         b = result["baseline"]["overall"]
         line = ", ".join(f"{m} {b[m]:.3f}" for m in ("page_hit@5", "evidence_recall_bigram@5", "mrr") if m in b)
         print(f"plain Haystack: {line}, context_words@5 {b.get('context_words@5', 0):.0f}")
+    if "candidates" in result:
+        c = result["candidates"]["overall"]
+        line = ", ".join(f"{m} {c[m]:.3f}" for m in c if m.startswith("candidate_recall@"))
+        print(f"candidates (the ranker's input): {line}, {c.get('n_candidates', 0):.0f} per question")
     print(f"wrote {args.out}")
     return 0
 
@@ -571,7 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = p.add_subparsers(dest="benchmark", required=True)
     p = bench.add_parser("financebench", help="FinanceBench-format retrieval benchmark (docs/evaluation.md)")
     p.add_argument("--questions", required=True, help="FinanceBench-format JSONL")
-    p.add_argument("--pdfs", required=True, help="folder with DOC_NAME.pdf for every question's doc_name")
+    _add_filing_dirs_args(p)
     p.add_argument("--setting", choices=["single", "shared"], default="single")
     p.add_argument("--k", type=_cutoffs, default=(1, 3, 5, 10), help="comma-separated cut-offs (default 1,3,5,10)")
     p.add_argument(

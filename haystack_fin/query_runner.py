@@ -111,12 +111,14 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
 @dataclass
 class QueryResult:
     """What one question returns: passages (best first, with provenance in meta), the generated answer when the
-    pipeline generated one (``AnswerChecker``'s: ``meta["citations"]`` and ``meta["unsupported_numbers"]``), and
-    each stage's trace."""
+    pipeline generated one (``AnswerChecker``'s: ``meta["citations"]`` and ``meta["unsupported_numbers"]``), each
+    stage's trace, and the candidates the ranker chose from (its ``documents`` input, in input order; empty when
+    the pipeline has no ranker), so candidate generation can be judged apart from the ranking."""
 
     passages: list[Document]
     answer: Any = None
     trace: dict[str, Any] = field(default_factory=dict)
+    candidates: list[Document] = field(default_factory=list)
 
 
 class QueryRunner:
@@ -252,7 +254,20 @@ class QueryRunner:
             "rerank": result.get("ranker", {}).get("trace"),
             "fallback": result.get("fallback", {}).get("trace"),
         }
-        return QueryResult(passages=result["window"]["documents"], answer=answers[0] if answers else None, trace=trace)
+        return QueryResult(
+            passages=result["window"]["documents"],
+            answer=answers[0] if answers else None,
+            trace=trace,
+            candidates=self._ranker_input(result),
+        )
+
+    def _ranker_input(self, result: dict[str, Any]) -> list[Document]:
+        """The documents the ranker was given: the output of whichever component feeds ``ranker.documents``."""
+        for connection in self.data["connections"]:
+            if connection["receiver"] == "ranker.documents":
+                sender, _, socket = str(connection["sender"]).partition(".")
+                return list(result.get(sender, {}).get(socket) or [])
+        return []
 
     def close(self) -> None:
         """Release the store (an embedded store folder admits one client): ``Pipeline.close()`` calls every

@@ -349,3 +349,20 @@ def test_empty_question_is_an_error_not_passages(tmp_path, question, capsys):
     err = capsys.readouterr().err
     assert err.strip() == "error: the question is empty"
     assert not (tmp_path / "never-opened").exists()
+
+
+def test_eval_without_a_filings_folder_is_one_line(tmp_path, capsys):
+    argv = ["eval", "financebench", "--questions", "q.jsonl", "--out", str(tmp_path / "o.json")]
+    assert main(argv) == 1
+    assert _err_lines(capsys) == [
+        "error: ValueError: name the folder(s) holding DOC_NAME.pdf / DOC_NAME.html with --filings DIR (or --pdfs DIR)"
+    ]
+
+
+def test_eval_reads_every_filings_and_pdfs_folder():
+    from haystack_fin.cli import _filing_dirs, build_parser
+
+    args = build_parser().parse_args(
+        ["eval", "financebench", "--questions", "q", "--out", "o", "--filings", "a", "--pdfs", "p", "--filings", "b"]
+    )
+    assert _filing_dirs(args) == ["p", "a", "b"]
