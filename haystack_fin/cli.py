@@ -480,6 +480,48 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train_ranker(args: argparse.Namespace) -> int:
+    from haystack_fin import ranker_training as training
+    from haystack_fin.core.retrieval.ranking_replay import read_dump, write_dump
+
+    records = [record for path in args.from_dump for record in read_dump(path)]
+    if args.questions:
+        folders = _filing_dirs(args)
+        store = _benchmark_store(args, "train-ranker")
+        for questions in args.questions:
+            dumped, check = training.dump_features(
+                questions,
+                folders,
+                store,
+                args.qdrant_url,
+                quiet=args.quiet,
+                fragments=args.fragment,
+                timeout_s=args.timeout or None,
+            )
+            if check["replay_mismatches"]:
+                print(
+                    f"warning: {len(check['replay_mismatches'])} question(s) of {questions} replay differently from "
+                    "the pipeline: the model is fitted on what the replay sees",
+                    file=sys.stderr,
+                )
+            records += dumped
+        if args.dump:
+            write_dump(records, args.dump)
+            print(f"wrote {args.dump} ({len(records)} questions)")
+    if not records:
+        raise ValueError("nothing to fit on: give --questions with --filings DIR, or --from-dump FILE")
+    info: dict[str, object] = {"sets": sorted({r.source_set for r in records})}
+    if args.folds > 1:
+        cv = training.cross_validate_dump(records, c=args.c, n_splits=args.folds)
+        for line in training.cv_table(cv):
+            print(line)
+        info["cv_page_hit@5"] = {name: round(m["page_hit@5"], 4) for name, m in cv["overall"].items()}
+    model = training.fit_model(records, c=args.c, info=info)
+    model.save(args.out)
+    print(f"wrote {args.out}: set the ranker's scoring_model to it (query.yaml, or `eval --fragment`)")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from haystack_fin.serving import ServingConfig, serve
 
@@ -621,6 +663,33 @@ def build_parser() -> argparse.ArgumentParser:
     _add_indexing_args(p)
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "train-ranker",
+        help="fit the ranker's scoring model on FinanceBench-format labelled questions (company-grouped folds)",
+    )
+    p.add_argument("--questions", action="append", default=[], help="FinanceBench-format JSONL (repeatable)")
+    _add_filing_dirs_args(p)
+    p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
+    p.add_argument("--qdrant-url", default=None)
+    _add_backend_arg(p)
+    p.add_argument("--out", default="ranker_weights.json", help="model JSON (default ranker_weights.json)")
+    p.add_argument("--dump", default=None, metavar="FILE", help="also write the candidates' features (.jsonl.gz)")
+    p.add_argument(
+        "--from-dump", action="append", default=[], metavar="FILE", help="fit on a --dump file (repeatable)"
+    )
+    p.add_argument("--folds", type=int, default=5, help="company-grouped folds for the report (default 5; 0: none)")
+    p.add_argument("--c", type=float, default=1.0, help="inverse L2 strength of the logistic model (default 1.0)")
+    p.add_argument(
+        "--fragment",
+        action="append",
+        default=[],
+        metavar="YAML",
+        help="pipeline fragment applied to the query pipeline while dumping (repeatable)",
+    )
+    _add_indexing_args(p)
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_train_ranker)
 
     p = sub.add_parser(
         "calibrate",

@@ -9,15 +9,21 @@ from haystack.utils.filters import document_matches_filter
 
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.retrieval.bm25 import content_terms
 from haystack_fin.core.retrieval.candidates import (
     CandidatePool,
     FilingState,
     SearchSettings,
+    add_filing_flat_candidates,
+    add_heading_candidates,
+    add_intent_item_candidates,
     add_section_candidates,
     add_statement_candidates,
     add_tree_candidates,
+    intent_items,
     item_key,
     read_budgets,
+    record_positions,
 )
 from haystack_fin.core.retrieval.question_analysis import analysis_for
 from haystack_fin.core.retrieval.sections import question_sections, sections_in_query
@@ -149,6 +155,10 @@ class DualTreeRetriever(SharedStoreClient):
         lexicon_path: str | None = None,
         flat_candidates_per_item: int = 5,
         section_candidates: int = 8,
+        intent_item_candidates: int = 0,
+        heading_candidates: int = 0,
+        headings_per_question: int = 3,
+        filing_flat_candidates: int = 0,
     ) -> None:
         """
         :param document_store: the haystack-fin index (chunks, summary, question and filing nodes in one store).
@@ -175,6 +185,15 @@ class DualTreeRetriever(SharedStoreClient):
             closest to the question by cosine first, whichever Items the budgets name (0: off). A note or MD&A
             subsection is where an analyst reads the answer, and FLAM's Item-level routing cannot reach below the
             Item.
+        :param intent_item_candidates: per filing and Item that the question's concepts are typically reported in
+            (the lexicon's Item priors for the filing's form), also return up to this many of the Item's best flat
+            matches, whether or not FLAM gave the Item budget (0: off).
+        :param heading_candidates: per filing, also return up to this many chunks (closest to the question) under
+            each of the ``headings_per_question`` headings below the Item titles whose words match the question's
+            best by BM25 (0: off): the MD&A subsection or note an analyst would open, named in the filing's words.
+        :param headings_per_question: how many of a filing's best-matching headings ``heading_candidates`` reads.
+        :param filing_flat_candidates: per filing, also return up to this many of its best chunks by BM25 + dense
+            fusion over the whole filing, whatever the budgets (0: off).
         """
         for name, value in (
             ("beam_width", beam_width),
@@ -187,6 +206,10 @@ class DualTreeRetriever(SharedStoreClient):
         for name, count in (
             ("flat_candidates_per_item", flat_candidates_per_item),
             ("section_candidates", section_candidates),
+            ("intent_item_candidates", intent_item_candidates),
+            ("heading_candidates", heading_candidates),
+            ("headings_per_question", headings_per_question),
+            ("filing_flat_candidates", filing_flat_candidates),
         ):
             if not isinstance(count, int) or isinstance(count, bool) or count < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {count!r}")
@@ -201,6 +224,10 @@ class DualTreeRetriever(SharedStoreClient):
         self.lexicon_path = lexicon_path
         self.flat_candidates_per_item = flat_candidates_per_item
         self.section_candidates = section_candidates
+        self.intent_item_candidates = intent_item_candidates
+        self.heading_candidates = heading_candidates
+        self.headings_per_question = headings_per_question
+        self.filing_flat_candidates = filing_flat_candidates
         self._lexicon: Lexicon | None = None
         self._store: Any = None
 
@@ -219,6 +246,10 @@ class DualTreeRetriever(SharedStoreClient):
             lexicon_path=self.lexicon_path,
             flat_candidates_per_item=self.flat_candidates_per_item,
             section_candidates=self.section_candidates,
+            intent_item_candidates=self.intent_item_candidates,
+            heading_candidates=self.heading_candidates,
+            headings_per_question=self.headings_per_question,
+            filing_flat_candidates=self.filing_flat_candidates,
         )
 
     @classmethod
@@ -228,7 +259,9 @@ class DualTreeRetriever(SharedStoreClient):
     def warm_up(self) -> None:
         """Bind the process-wide store instance (one embedded Qdrant client per folder) and load the lexicon;
         idempotent."""
-        if (self.statement_candidates or self.section_candidates) and self._lexicon is None:
+        if (
+            self.statement_candidates or self.section_candidates or self.intent_item_candidates
+        ) and self._lexicon is None:
             self._lexicon = Lexicon.load(self.lexicon_path)
         if self._store is not None:
             return
@@ -327,7 +360,25 @@ class DualTreeRetriever(SharedStoreClient):
             use_question_tree=self.use_question_tree,
             flat_candidates_per_item=self.flat_candidates_per_item,
             section_candidates=self.section_candidates,
+            intent_item_candidates=self.intent_item_candidates,
+            heading_candidates=self.heading_candidates,
+            headings_per_question=self.headings_per_question,
+            filing_flat_candidates=self.filing_flat_candidates,
         )
+
+    def _intent_items(self, query: str, analysed: Any) -> dict[str, list[str]]:
+        """Per form family, the Items the question's concepts are reported in: from the analysis, else read with
+        this retriever's lexicon."""
+        if not self.intent_item_candidates:
+            return {}
+        if analysed is not None:
+            clusters = list(analysed.clusters)
+        elif self._lexicon is not None:
+            lexicon = self._lexicon
+            clusters = [lexicon.cluster(cid) for cid in dict.fromkeys(m.cluster_id for m in lexicon.find_terms(query))]
+        else:
+            return {}
+        return intent_items(c.items for c in clusters)
 
     def _statements(self, query: str, analysed: Any) -> dict[str, float]:
         """The statements the question asks for: from the analysis, else read with this retriever's lexicon."""
@@ -427,6 +478,35 @@ class DualTreeRetriever(SharedStoreClient):
             routed,
             allowed,
         )
+        terms = list(query_terms) if query_terms is not None else content_terms(query)
+        extra: dict[str, Any] = {}
+        if self.intent_item_candidates:
+            extra["intent_items"] = add_intent_item_candidates(
+                pool,
+                filings,
+                wanted,
+                query_embedding,
+                self._intent_items(query, analysed),
+                self.intent_item_candidates,
+                terms,
+                allowed,
+            )
+        if self.heading_candidates:
+            extra["headings"] = add_heading_candidates(
+                pool,
+                filings,
+                wanted,
+                query_embedding,
+                terms,
+                self.headings_per_question,
+                self.heading_candidates,
+                allowed,
+            )
+        if self.filing_flat_candidates:
+            extra["filing_flat"] = add_filing_flat_candidates(
+                pool, filings, wanted, query_embedding, terms, self.filing_flat_candidates, allowed
+            )
+        record_positions(pool, filings)
         documents = [self._document(cached[c.filing_id].chunks[c.chunk_id], c) for c in pool.ranked()]
         trace = schema.RetrieverTrace(
             items=item_traces,
@@ -435,6 +515,7 @@ class DualTreeRetriever(SharedStoreClient):
             cache=cache_trace,
             seconds=round(time.perf_counter() - start, 4),
         )
+        trace.update(extra)  # type: ignore[typeddict-item]
         return {"documents": documents, "trace": trace}
 
     @staticmethod

@@ -1,6 +1,7 @@
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.utils import ComponentDevice
 
@@ -16,14 +17,15 @@ from haystack_fin.core.retrieval.passage_scoring import (
     FallbackWeights,
     Passage,
     PassageScore,
+    cosines,
     names_segment,
     score_passages,
 )
-from haystack_fin.core.retrieval.question_analysis import analysis_for
-from haystack_fin.core.retrieval.sections import question_sections, sections_in_query
+from haystack_fin.core.retrieval.question_analysis import analysis_or_own
+from haystack_fin.core.retrieval.ranking_model import CandidateFacts, LinearRankingModel, feature_matrix
+from haystack_fin.core.retrieval.sections import question_sections
 from haystack_fin.core.retrieval.two_stage_selection import BUDGET_K, RERANK, GroupKey, group_budgets, two_stage_select
 from haystack_fin.core.schema import Modality
-from haystack_fin.core.statements import statements_in_query
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +53,58 @@ def _table_labels(doc: Document) -> list[str]:
     labels = [str(row.get("label") or "") for row in table.get("rows") or [] if isinstance(row, dict)]
     labels += [str(c) for c in table.get("columns") or []]
     return [label for label in labels if label]
+
+
+def candidate_source(retrieval: Any) -> str:
+    """The candidate source a retriever or graph recorded (``ranking_model.SOURCES``): tree search reached it, a
+    flat match the trees missed, a statement block, a chunk under the question's headings or under a section FLAM
+    routed to, a heading match, an Item the question's concepts name, or the graph."""
+    if not isinstance(retrieval, dict):
+        return "tree"
+    mode = str(retrieval.get("mode") or "")
+    if mode == "section":
+        return "routed" if "flam_score" in retrieval else "section"
+    if mode in ("statement", "graph", "heading", "intent_item"):
+        return mode
+    if mode == "flat" or not retrieval.get("trees"):
+        return "flat"
+    return "tree"
+
+
+def candidate_facts(doc: Document) -> CandidateFacts:
+    """What the ranking model reads of a candidate's meta besides the fallback signals."""
+    meta = doc.meta
+    retrieval = meta.get(schema.RETRIEVAL)
+    source = candidate_source(retrieval)
+    graph = meta.get(schema.GRAPH) if isinstance(meta.get(schema.GRAPH), dict) else {}
+    budget = meta.get(BUDGET_K)
+    position = retrieval.get("position") if isinstance(retrieval, dict) else None
+    return CandidateFacts(
+        source=source,
+        retriever_score=float(doc.score or 0.0) if source in ("tree", "flat") else 0.0,
+        budget_k=budget if isinstance(budget, int) and not isinstance(budget, bool) else None,
+        item=None if meta.get(schema.ITEM) is None else str(meta[schema.ITEM]),
+        is_table=meta.get(schema.MODALITY) == Modality.TABLE.value,
+        is_image=meta.get(schema.MODALITY) == Modality.IMAGE.value,
+        position=float(position) if isinstance(position, int | float) else None,
+        entity_hit=float(graph.get("entity_hit") or 0.0),
+        graph_score=float(graph.get("score") or 0.0) if source == "graph" else 0.0,
+        n_words=len((doc.content or "").split()),
+    )
+
+
+@dataclass
+class CandidateScores:
+    """The fallback scorer's view of one question's candidates: the final scores (hand-set fusion or the ranking
+    model), each candidate's signals and ``ranking_model.FEATURES`` row, and what the question asked for."""
+
+    scores: list[float]
+    hand_scores: list[float]
+    signals: list[PassageScore]
+    features: np.ndarray
+    statements: dict[str, float]
+    sections: dict[str, str]
+    segment_question: bool
 
 
 def _company_phrases(docs: list[Document]) -> list[list[str]]:
@@ -121,6 +175,7 @@ class TwoStageRanker:
         meta_fields_to_embed: list[str] | None = None,
         fallback_weights: dict[str, float] | None = None,
         lexicon_path: str | None = None,
+        scoring_model: str | None = None,
     ) -> None:
         """
         :param model: a sentence-transformers cross-encoder, hub name or local path; ``None`` uses the fallback
@@ -137,9 +192,14 @@ class TwoStageRanker:
             (FilingSplitter's company/form/period and section-path line).
         :param fallback_weights: weights of the fallback scorer's signals, any of ``dense``, ``lexical``, ``table``,
             ``statement`` (defaults in ``haystack_fin.core.retrieval.passage_scoring.FallbackWeights``).
-        :param lexicon_path: lexicon JSON used to tell which financial statements a question is about (the
-            fallback's statement prior); default: the built-in lexicon. Used when ``run`` gets no ``analysis``; in
-            the shipped query YAML the ``QueryAnalyzer``'s lexicon is used.
+        :param lexicon_path: lexicon JSON with which the question is analysed when ``run`` gets no ``analysis``
+            (``question_analysis.analysis_or_own``); default: the built-in lexicon. In the shipped query YAML the
+            ``QueryAnalyzer``'s analysis (and lexicon) is used.
+        :param scoring_model: a ranking model JSON (``haystack_fin.core.retrieval.ranking_model``: a logistic model
+            over the fallback's signals and the candidates' source, Item, modality and position; ``haystack-fin
+            train-ranker`` fits one), as a path or the name of a file shipped in ``haystack_fin/data``. It replaces
+            the hand-set fusion of ``fallback_weights`` (whose zero weights still switch a signal off). None: the
+            hand-set fusion. Ignored with a cross-encoder ``model``.
         """
         if model is not None and not str(model).strip():
             raise ValueError("model must be a cross-encoder name or path, or None for the fallback scorer; got ''")
@@ -158,19 +218,21 @@ class TwoStageRanker:
         self.model_kwargs = model_kwargs
         self.meta_fields_to_embed = meta_fields_to_embed
         self.fallback_weights = fallback_weights
+        if scoring_model is not None and (not isinstance(scoring_model, str) or not scoring_model.strip()):
+            raise ValueError(f"scoring_model must be a ranking model JSON path or name, or None; got {scoring_model!r}")
         self.lexicon_path = lexicon_path
+        self.scoring_model = scoring_model
         self._weights = FallbackWeights.from_dict(fallback_weights)  # validates eagerly, no I/O
         self._cross_encoder: SentenceTransformersSimilarityRanker | None = None
         self._lexicon: Lexicon | None = None
+        self._ranking_model: LinearRankingModel | None = None
 
     def warm_up(self) -> None:
-        """Load the lexicon (fallback scorer) or the cross-encoder (``model`` set); idempotent (Pipeline calls it
-        on every run)."""
+        """Load the ranking model (fallback scorer with ``scoring_model``) or the cross-encoder (``model`` set);
+        idempotent (Pipeline calls it on every run). The lexicon is loaded on the first run without an analysis."""
         if self.model is None:
-            if self._lexicon is None and (
-                self._weights.statement > 0 or self._weights.section > 0 or self._weights.consolidated > 0
-            ):
-                self._lexicon = Lexicon.load(self.lexicon_path)
+            if self.scoring_model is not None and self._ranking_model is None:
+                self._ranking_model = LinearRankingModel.load(self.scoring_model)
             return
         if self._cross_encoder is not None:
             return
@@ -204,6 +266,7 @@ class TwoStageRanker:
             meta_fields_to_embed=self.meta_fields_to_embed,
             fallback_weights=self.fallback_weights,
             lexicon_path=self.lexicon_path,
+            scoring_model=self.scoring_model,
         )
 
     @classmethod
@@ -221,6 +284,50 @@ class TwoStageRanker:
             statement=doc.meta.get(schema.STATEMENT),
             section_path=tuple(str(h) for h in doc.meta.get(schema.SECTION_PATH) or ()),
         )
+
+    def score_candidates(
+        self,
+        query: str,
+        documents: list[Document],
+        query_embedding: list[float] | None = None,
+        analysis: dict[str, Any] | None = None,
+    ) -> CandidateScores:
+        """The fallback scorer on ``documents`` (deduplicated already): signals, hand-set fusion, the ranking model's
+        features and, with ``scoring_model``, its scores. ``train-ranker`` dumps the features from here, so what is
+        fitted is what runs."""
+        self.warm_up()
+        if analysis is None and self._lexicon is None:
+            self._lexicon = Lexicon.load(self.lexicon_path)
+        analysed = analysis_or_own(query, analysis, self._lexicon)
+        # A zero weight switches its signal off for the model too (the ablations rely on it).
+        statements = dict(analysed.statements) if self._weights.statement > 0 else {}
+        sections = question_sections(analysed.clusters) if self._weights.section > 0 else {}
+        segment_question = names_segment(c.category for c in analysed.clusters)
+        passages = [self._passage(d) for d in documents]
+        signals = score_passages(
+            query,
+            passages,
+            query_embedding,
+            self._weights,
+            statements,
+            _company_phrases(documents),
+            query_terms=analysed.content_terms,
+            wants_number=analysed.asks_for_number,
+            sections=sections,
+            segment_question=segment_question,
+        )
+        hand = [s.score for s in signals]
+        raw_cosines = (
+            cosines(query_embedding, [p.embedding for p in passages])
+            if query_embedding is not None and len(query_embedding)
+            else [None] * len(passages)
+        )
+        features = feature_matrix(
+            signals, [candidate_facts(d) for d in documents], raw_cosines, analysed.asks_for_number
+        )
+        model = self._ranking_model
+        scores = [float(v) for v in model.score(features)] if model is not None else hand
+        return CandidateScores(scores, hand, signals, features, statements, sections, segment_question)
 
     def _cross_encoder_scores(self, query: str, docs: list[Document]) -> list[float]:
         self.warm_up()
@@ -269,51 +376,17 @@ class TwoStageRanker:
 
         fallback: list[PassageScore] | None = None
         if self.model is None:
-            self.warm_up()
-            analysed = analysis_for(query, analysis)
-            if analysed is not None:
-                # Without a statement weight the lexicon is never loaded and no statement is looked for.
-                statements = dict(analysed.statements) if self._weights.statement > 0 else {}
-                sections = question_sections(analysed.clusters) if self._weights.section > 0 else {}
-                segment_question = names_segment(c.category for c in analysed.clusters)
-            else:
-                statements = (
-                    statements_in_query(query, self._lexicon)
-                    if self._lexicon is not None and self._weights.statement > 0
-                    else {}
-                )
-                sections = (
-                    sections_in_query(query, self._lexicon)
-                    if self._lexicon is not None and self._weights.section > 0
-                    else {}
-                )
-                lexicon = self._lexicon
-                segment_question = (
-                    names_segment(lexicon.cluster(m.cluster_id).category for m in lexicon.find_terms(query))
-                    if lexicon is not None
-                    else True
-                )
-            passages = [self._passage(d) for d in unique]
-            fallback = score_passages(
-                query,
-                passages,
-                query_embedding,
-                self._weights,
-                statements,
-                _company_phrases(unique),
-                query_terms=analysed.content_terms if analysed is not None else None,
-                wants_number=analysed.asks_for_number if analysed is not None else None,
-                sections=sections,
-                segment_question=segment_question,
-            )
-            scores = [s.score for s in fallback]
+            scored = self.score_candidates(query, unique, query_embedding, analysis)
+            fallback = scored.signals
+            scores = scored.scores
             trace["fallback"] = {
                 "weights": self._weights.to_dict(),
+                "scoring_model": self.scoring_model,
                 "n_with_dense": sum(s.dense is not None for s in fallback),
                 "table_prior_used": any(s.table is not None for s in fallback),
-                "statements": statements,
-                "sections": sections,
-                "segment_question": segment_question,
+                "statements": scored.statements,
+                "sections": scored.sections,
+                "segment_question": scored.segment_question,
             }
         else:
             scores = self._cross_encoder_scores(query, unique)

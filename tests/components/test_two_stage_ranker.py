@@ -265,9 +265,8 @@ class TestTwoStageRankerCrossEncoder:
     ],
 )
 def test_same_ranking_with_the_query_analyzers_analysis(monkeypatch, weights, question):
-    from haystack_fin.components import two_stage_ranker
     from haystack_fin.components.query_analyzer import QueryAnalyzer
-    from haystack_fin.core.retrieval import passage_scoring
+    from haystack_fin.core.retrieval import passage_scoring, question_analysis
 
     rows = "| Total current liabilities | 5,466 | 4,586 |"
     docs = [
@@ -288,6 +287,6 @@ def test_same_ranking_with_the_query_analyzers_analysis(monkeypatch, weights, qu
     def not_again(*_args):
         raise AssertionError("the question was analysed again")
 
-    monkeypatch.setattr(two_stage_ranker, "statements_in_query", not_again)
+    monkeypatch.setattr(question_analysis, "analyze_question", not_again)
     monkeypatch.setattr(passage_scoring, "asks_for_number", not_again)
     assert run(analysis=analysis) == alone
