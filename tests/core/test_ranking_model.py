@@ -69,7 +69,7 @@ def test_model_json_round_trip_and_refusals(tmp_path) -> None:
     path.write_text(json.dumps({"version": 99, "kind": "logistic"}))
     with pytest.raises(ValueError, match=f"ranking model {path}"):
         LinearRankingModel.load(path)
-    with pytest.raises(FileNotFoundError, match="nope.json"):
+    with pytest.raises(FileNotFoundError, match=r"nope\.json"):
         resolve_model_path(tmp_path / "nope.json")
 
 
