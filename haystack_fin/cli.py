@@ -675,9 +675,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_backend_arg(p)
     p.add_argument("--out", default="ranker_weights.json", help="model JSON (default ranker_weights.json)")
     p.add_argument("--dump", default=None, metavar="FILE", help="also write the candidates' features (.jsonl.gz)")
-    p.add_argument(
-        "--from-dump", action="append", default=[], metavar="FILE", help="fit on a --dump file (repeatable)"
-    )
+    p.add_argument("--from-dump", action="append", default=[], metavar="FILE", help="fit on a --dump file (repeatable)")
     p.add_argument("--folds", type=int, default=5, help="company-grouped folds for the report (default 5; 0: none)")
     p.add_argument("--c", type=float, default=1.0, help="inverse L2 strength of the logistic model (default 1.0)")
     p.add_argument(

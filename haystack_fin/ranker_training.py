@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from haystack_fin.core import schema
 from haystack_fin.core.evaluation import load_questions
-from haystack_fin.core.retrieval.ranking_model import FEATURES, LinearRankingModel, fit_logistic
+from haystack_fin.core.retrieval.ranking_model import FEATURES, LinearRankingModel, fit_logistic, fit_pairwise
 from haystack_fin.core.retrieval.ranking_replay import (
     ReplayCandidate,
     ReplayRecord,
@@ -123,27 +123,43 @@ def dump_features(
     return records, {"questions": len(records), "replay_mismatches": mismatches}
 
 
+FITS = ("pairwise", "pointwise")
+
+
 def fit_model(
-    records: Sequence[ReplayRecord], c: float = 1.0, info: dict[str, Any] | None = None
+    records: Sequence[ReplayRecord],
+    c: float = 1.0,
+    info: dict[str, Any] | None = None,
+    fit: str = "pairwise",
+    features: Sequence[str] = FEATURES,
 ) -> LinearRankingModel:
-    """The logistic ranking model fitted on every candidate of ``records``."""
-    matrix, labels = stack(records)
+    """The ranking model fitted on every candidate of ``records``: ``fit`` "pairwise" (the order within each
+    question) or "pointwise" (each candidate's label)."""
+    if fit not in FITS:
+        raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
+    matrix, labels, questions = stack(records)
     details = {"questions": len(records), "candidates": len(labels), "relevant": int(labels.sum()), "c": c}
-    return fit_logistic(matrix, labels, FEATURES, c=c, info={**details, **(info or {})})
+    if fit == "pairwise":
+        return fit_pairwise(matrix, labels, questions, features, c=c, info={**details, **(info or {})})
+    return fit_logistic(matrix, labels, features, c=c, info={**details, **(info or {})})
 
 
 def cross_validate_dump(
-    records: Sequence[ReplayRecord], c: float = 1.0, n_splits: int = 5, settings: ReplaySettings | None = None
+    records: Sequence[ReplayRecord],
+    c: float = 1.0,
+    n_splits: int = 5,
+    settings: ReplaySettings | None = None,
+    fit: str = "pairwise",
 ) -> dict[str, Any]:
     """Company-grouped folds: the model fitted on the other companies against the hand-set weights, same folds."""
 
-    def fit(train: Sequence[ReplayRecord]) -> Any:
-        model = fit_model(train, c)
+    def fitted(train: Sequence[ReplayRecord]) -> Any:
+        model = fit_model(train, c, fit=fit)
         return lambda record: model.score(record.features)
 
     return cross_validate(
         records,
-        fit,
+        fitted,
         {"hand-set": lambda record: record.hand_scores},
         settings=settings or ReplaySettings(),
         n_splits=n_splits,

@@ -87,6 +87,7 @@ class GraphExpander(SharedStoreClient):
         min_score: float = 0.25,
         cache_size: int = 32,
         lexicon_path: str | None = None,
+        raise_budgets: bool = True,
     ) -> None:
         """
         :param document_store: the index holding the filings' chunks (any Haystack store; vectors are used when it
@@ -101,6 +102,8 @@ class GraphExpander(SharedStoreClient):
         :param cache_size: filings whose nodes and graphs are kept (LRU; the cache is shared by the components
             reading this store configuration and holds the largest ``cache_size`` they ask for).
         :param lexicon_path: lexicon JSON (metrics of chunks and question); default: the built-in lexicon.
+        :param raise_budgets: an added passage's ``budget_k`` is its Item's incoming budget plus the passages added
+            to that Item, so the ranker's per-Item cut has room for them; False: the Item's incoming budget.
         """
         if not isinstance(max_added, int) or isinstance(max_added, bool) or max_added < 0:
             raise ValueError(f"max_added must be a non-negative integer, got {max_added!r}")
@@ -121,6 +124,7 @@ class GraphExpander(SharedStoreClient):
         self.min_score = min_score
         self.cache_size = cache_size
         self.lexicon_path = lexicon_path
+        self.raise_budgets = raise_budgets
         self._lexicon: Lexicon | None = None
         self._store: Any = None
 
@@ -136,6 +140,7 @@ class GraphExpander(SharedStoreClient):
             min_score=self.min_score,
             cache_size=self.cache_size,
             lexicon_path=self.lexicon_path,
+            raise_budgets=self.raise_budgets,
         )
 
     @classmethod
@@ -334,7 +339,7 @@ class GraphExpander(SharedStoreClient):
                     },
                     schema.RETRIEVAL: {"mode": "graph", "reason": exp.reason},
                     # The Item's budget, grown by what the graph adds to it, so the ranker's per-Item cut keeps room.
-                    schema.BUDGET_K: budgets.get(item, 0) + new_per_item[item],
+                    schema.BUDGET_K: budgets.get(item, 0) + (new_per_item[item] if self.raise_budgets else 0),
                 }
                 out_docs.append(
                     replace(

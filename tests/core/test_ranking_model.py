@@ -80,7 +80,6 @@ def test_fit_learns_which_feature_marks_the_evidence() -> None:
     model = fit_logistic(x, y, info={"note": "synthetic"})
     coef = dict(zip(model.features, model.coefficients, strict=True))
     assert max(coef, key=lambda f: abs(coef[f])) == "statement_prior" and coef["statement_prior"] > 0
-    assert model.info == {"note": "synthetic"}
+    assert model.info == {"fit": "pointwise", "note": "synthetic"}
     with pytest.raises(ValueError, match="both relevant and irrelevant"):
         fit_logistic(x, np.zeros(400, dtype=int))
-

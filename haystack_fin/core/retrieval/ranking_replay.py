@@ -242,13 +242,15 @@ def grouped_folds(groups: Sequence[str], n_splits: int = 5) -> list[tuple[np.nda
     return [(train, test) for train, test in splitter.split(index, groups=list(groups))]
 
 
-def stack(records: Sequence[ReplayRecord]) -> tuple[np.ndarray, np.ndarray]:
-    """All candidates' feature rows and labels of ``records``, one matrix."""
-    rows = [r.features for r in records if len(r.candidates)]
-    labels = [r.labels() for r in records if len(r.candidates)]
-    if not rows:
+def stack(records: Sequence[ReplayRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All candidates' feature rows, labels and question numbers (position in ``records``), one matrix."""
+    kept = [(i, r) for i, r in enumerate(records) if len(r.candidates)]
+    if not kept:
         raise ValueError("no candidates to fit on")
-    return np.vstack(rows), np.concatenate(labels)
+    rows = np.vstack([r.features for _, r in kept])
+    labels = np.concatenate([r.labels() for _, r in kept])
+    questions = np.concatenate([np.full(len(r.candidates), i) for i, r in kept])
+    return rows, labels, questions
 
 
 Scorer = Callable[[ReplayRecord], Sequence[float]]
@@ -266,7 +268,8 @@ def cross_validate(
     ones with the fitted scorer and with every fixed ``baselines`` scorer (e.g. the hand-set weights), same folds.
 
     Returns ``{"folds": [{"companies", "n", "<name>": metrics}], "overall": {"<name>": metrics over all held-out
-    questions}}``; the fitted scorer is named "learned".
+    questions}, "by_set": {set: {"<name>": metrics}}, "by_type": {question_type: {...}}}``; the fitted scorer is
+    named "learned".
     """
     groups = [r.company for r in records]
     folds = grouped_folds(groups, n_splits)
@@ -285,4 +288,17 @@ def cross_validate(
             row[name] = replay_metrics(test_records, fold_scores, settings, ks)
         fold_rows.append(row)
     overall = {name: replay_metrics(records, held_scores[name], settings, ks) for name in names}
-    return {"folds": fold_rows, "overall": overall}
+    breakdown: dict[str, dict[str, dict[str, dict[str, float]]]] = {"by_set": {}, "by_type": {}}
+    for key, attribute in (("by_set", "source_set"), ("by_type", "question_type")):
+        values = sorted({_attribute(r, attribute) for r in records})
+        for value in values:
+            chosen = [i for i, r in enumerate(records) if _attribute(r, attribute) == value]
+            breakdown[key][value] = {
+                name: replay_metrics([records[i] for i in chosen], [held_scores[name][i] for i in chosen], settings, ks)
+                for name in names
+            }
+    return {"folds": fold_rows, "overall": overall, **breakdown}
+
+
+def _attribute(record: ReplayRecord, name: str) -> str:
+    return record.source_set if name == "source_set" else record.question.question_type
