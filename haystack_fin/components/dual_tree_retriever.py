@@ -424,10 +424,12 @@ class DualTreeRetriever(SharedStoreClient):
         :param top_k: overrides the init ``top_k``.
         :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its BM25 terms and the statements it names or
             implies are taken from it instead of being read from the question (with this retriever's lexicon).
-        :returns: ``documents``: candidates of all Items, best fused score first (at most
-            max(candidates_per_item, 3 * k) per Item, plus statement blocks); ``trace``: ``{"items": [per-Item mode,
-            nodes kept per level, leaves reached, candidate ids], "statements": {asked, added}, "cache": {hits,
-            loaded, stale}, "seconds": ...}``.
+        :returns: ``documents``: candidates of all Items (at most max(candidates_per_item, 3 * k) per Item from
+            the tree search, plus the other sources' chunks), the sources taking turns, each source's best first
+            (``candidates.CandidatePool.ranked``); ``trace``: ``{"items": [per-Item mode, nodes kept per level,
+            leaves reached, candidate ids], "statements": {asked, added}, "sections": ..., "cache": {hits, loaded,
+            stale}, "seconds": ...}`` plus ``intent_items``, ``headings`` and ``filing_flat`` when those sources are
+            on.
         """
         self.warm_up()
         start = time.perf_counter()

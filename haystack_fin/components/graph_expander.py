@@ -304,7 +304,8 @@ class GraphExpander(SharedStoreClient):
             expansions, trace = expand(
                 entry.graph,
                 intent,
-                [d.id for d in docs],
+                # best retrieval score first: the walk seeds from the top candidates whatever order they came in
+                [d.id for d in sorted(docs, key=lambda d: -(d.score or 0.0))],
                 filing_params,
                 q_vec.tolist() if q_vec is not None else None,
                 entry.vectors,

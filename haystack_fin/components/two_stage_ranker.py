@@ -12,6 +12,7 @@ from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import resolve_model
 from haystack_fin.core.retrieval.bm25 import content_terms
+from haystack_fin.core.retrieval.candidates import candidate_source
 from haystack_fin.core.retrieval.companies import company_aliases
 from haystack_fin.core.retrieval.passage_scoring import (
     FallbackWeights,
@@ -53,22 +54,6 @@ def _table_labels(doc: Document) -> list[str]:
     labels = [str(row.get("label") or "") for row in table.get("rows") or [] if isinstance(row, dict)]
     labels += [str(c) for c in table.get("columns") or []]
     return [label for label in labels if label]
-
-
-def candidate_source(retrieval: Any) -> str:
-    """The candidate source a retriever or graph recorded (``ranking_model.SOURCES``): tree search reached it, a
-    flat match the trees missed, a statement block, a chunk under the question's headings or under a section FLAM
-    routed to, a heading match, an Item the question's concepts name, or the graph."""
-    if not isinstance(retrieval, dict):
-        return "tree"
-    mode = str(retrieval.get("mode") or "")
-    if mode == "section":
-        return "routed" if "flam_score" in retrieval else "section"
-    if mode in ("statement", "graph", "heading", "intent_item"):
-        return mode
-    if mode == "flat" or not retrieval.get("trees"):
-        return "flat"
-    return "tree"
 
 
 def candidate_facts(doc: Document) -> CandidateFacts:

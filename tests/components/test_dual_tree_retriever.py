@@ -161,7 +161,11 @@ class TestDualTreeRetriever:
         ]  # fmt: skip
         assert top.embedding is not None and np.linalg.norm(top.embedding) == pytest.approx(1.0)
         assert np.argmax(top.embedding) == 5  # the chunk's own (normalized) vector, for the ranker's cosine
-        assert [d.score for d in docs] == sorted((d.score for d in docs), reverse=True)
+        # Tree candidates and flat matches take turns, each best first.
+        for from_trees in (True, False):
+            scores = [d.score for d in docs if bool(d.meta["retrieval"]["trees"]) is from_trees]
+            assert scores == sorted(scores, reverse=True)
+        assert bool(docs[0].meta["retrieval"]["trees"]) and not docs[1].meta["retrieval"]["trees"]
         assert [t["item"] for t in out["trace"]["items"]] == ["7", "7"]
         assert out["trace"]["items"][0]["visited"]["summary"][0]["scored"] == 1
         json.dumps(out["trace"])
@@ -380,9 +384,8 @@ class TestDualTreeRetriever:
         assert chunk_id(ACME, "7", 5) in by_id and by_id[chunk_id(ACME, "7", 5)].meta["retrieval"]["trees"]
         flat = by_id[chunk_id(ACME, "7", 14)]
         assert flat.meta["retrieval"]["trees"] == []
-        assert [d.id for d in out["documents"]][-2:] == [
-            d.id for d in out["documents"] if not d.meta["retrieval"]["trees"]
-        ]
+        # Turns: the trees' best, then the best flat match the beam pruned.
+        assert [d.id for d in out["documents"]][:2] == [chunk_id(ACME, "7", 5), chunk_id(ACME, "7", 14)]
 
     def test_cache_hit_on_second_query(self, store):
         calls = count_filter_calls(store)

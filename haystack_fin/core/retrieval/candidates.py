@@ -180,6 +180,27 @@ class SearchSettings:
     filing_flat_candidates: int = 0
 
 
+# The candidate sources as the ranker knows them, in the order ``CandidatePool.ranked`` takes turns.
+SOURCE_ORDER: tuple[str, ...] = ("tree", "statement", "section", "routed", "intent_item", "heading", "flat", "graph")
+
+
+def candidate_source(retrieval: Any) -> str:
+    """The source a retriever or graph recorded in a candidate's ``retrieval``: the tree search reached it ("tree"),
+    a flat match the trees missed or a filing-wide one ("flat"), a statement block, a chunk under the question's
+    headings ("section") or under a section FLAM routed to ("routed"), an Item the question's concepts name
+    ("intent_item"), a filing heading that matches the question ("heading"), or the graph."""
+    if not isinstance(retrieval, Mapping):
+        return "tree"
+    mode = str(retrieval.get("mode") or "")
+    if mode == "section":
+        return "routed" if "flam_score" in retrieval else "section"
+    if mode in ("statement", "graph", "heading", "intent_item"):
+        return mode
+    if mode in ("flat", "filing_flat") or not retrieval.get("trees"):
+        return "flat"
+    return "tree"
+
+
 @dataclass
 class Candidate:
     """A chunk that reaches the ranker: its score from its source, its vector (None when it has none) and why."""
@@ -208,7 +229,20 @@ class CandidatePool:
             self.by_id[candidate.chunk_id] = candidate
 
     def ranked(self) -> list[Candidate]:
-        return sorted(self.by_id.values(), key=lambda c: -c.score)
+        """The candidates in turns across their sources (``SOURCE_ORDER``), each source's best first (the tree
+        search's and flat matches' by score, the others in the order they were added), so that any first N hold
+        the best of every evidence place; the ranker scores them all either way."""
+        queues: dict[str, list[Candidate]] = {source: [] for source in SOURCE_ORDER}
+        for candidate in self.by_id.values():
+            queues.setdefault(candidate_source(candidate.retrieval), []).append(candidate)
+        for source in ("tree", "flat"):
+            queues[source].sort(key=lambda c: -c.score)  # stable: ties keep the order they were added in
+        out: list[Candidate] = []
+        depth = 0
+        while len(out) < len(self.by_id):
+            out.extend(queue[depth] for queue in queues.values() if depth < len(queue))
+            depth += 1
+        return out
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from haystack_fin.core.retrieval.passage_scoring import PassageScore
 
 MODEL_VERSION = 1
 
-# Candidate sources as the retriever and graph record them (``meta["retrieval"]["mode"]`` and how it was reached).
+# Candidate sources (``candidates.candidate_source``).
 SOURCES: tuple[str, ...] = ("tree", "flat", "statement", "section", "routed", "heading", "intent_item", "graph")
 
 # Item roles: where in a filing a chunk sits, read from the Item code (10-K, 10-Q "I-2", 8-K "2.02", "EX-99.1").
