@@ -106,7 +106,10 @@ def dump_features(
                 company=companies.get(q.financebench_id, q.doc_name),
                 source_set=label,
                 candidates=candidates,
-                features=scored.features,
+                signals=scored.signals,
+                cosines=scored.cosines,
+                facts=scored.facts,
+                flags=scored.flags,
                 hand_scores=np.asarray(scored.hand_scores, dtype=np.float64),
                 chunk_pages=chunk_pages,
             )

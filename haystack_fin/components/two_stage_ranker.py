@@ -23,7 +23,12 @@ from haystack_fin.core.retrieval.passage_scoring import (
     score_passages,
 )
 from haystack_fin.core.retrieval.question_analysis import analysis_or_own
-from haystack_fin.core.retrieval.ranking_model import CandidateFacts, LinearRankingModel, feature_matrix
+from haystack_fin.core.retrieval.ranking_model import (
+    CandidateFacts,
+    LinearRankingModel,
+    QuestionFlags,
+    feature_matrix,
+)
 from haystack_fin.core.retrieval.sections import question_sections
 from haystack_fin.core.retrieval.two_stage_selection import BUDGET_K, RERANK, GroupKey, group_budgets, two_stage_select
 from haystack_fin.core.schema import Modality
@@ -90,6 +95,9 @@ class CandidateScores:
     statements: dict[str, float]
     sections: dict[str, str]
     segment_question: bool
+    facts: list[CandidateFacts]
+    cosines: list[float | None]
+    flags: QuestionFlags
 
 
 def _company_phrases(docs: list[Document]) -> list[list[str]]:
@@ -307,12 +315,14 @@ class TwoStageRanker:
             if query_embedding is not None and len(query_embedding)
             else [None] * len(passages)
         )
-        features = feature_matrix(
-            signals, [candidate_facts(d) for d in documents], raw_cosines, analysed.asks_for_number
-        )
+        flags = QuestionFlags.of(query, analysed.asks_for_number)
+        facts = [candidate_facts(d) for d in documents]
+        features = feature_matrix(signals, facts, raw_cosines, flags)
         model = self._ranking_model
         scores = [float(v) for v in model.score(features)] if model is not None else hand
-        return CandidateScores(scores, hand, signals, features, statements, sections, segment_question)
+        return CandidateScores(
+            scores, hand, signals, features, statements, sections, segment_question, facts, list(raw_cosines), flags
+        )
 
     def _cross_encoder_scores(self, query: str, docs: list[Document]) -> list[float]:
         self.warm_up()

@@ -11,6 +11,7 @@ from haystack_fin.core.retrieval.ranking_model import (
     FEATURES,
     CandidateFacts,
     LinearRankingModel,
+    QuestionFlags,
     feature_matrix,
     fit_logistic,
     item_role,
@@ -20,6 +21,12 @@ from haystack_fin.core.retrieval.ranking_model import (
 
 def col(name: str) -> int:
     return FEATURES.index(name)
+
+
+def test_question_flags_read_analysts_wording() -> None:
+    assert QuestionFlags.of("What drove the decline in gross margin?", True) == QuestionFlags(True, True, False)
+    assert QuestionFlags.of("Who are the primary customers?", False) == QuestionFlags(False, False, True)
+    assert QuestionFlags.of("What was total revenue in FY2022?", True) == QuestionFlags(True, False, False)
 
 
 def test_item_roles_of_10k_10q_8k_and_exhibits() -> None:
@@ -37,11 +44,13 @@ def test_features_of_signals_sources_items_and_ranks() -> None:
         CandidateFacts("statement", budget_k=4, item="8", is_table=True, position=0.8, n_words=120),
         CandidateFacts("graph", budget_k=2, item="7", entity_hit=1.0, graph_score=0.7, n_words=0),
     ]
-    m = feature_matrix(scores, facts, [0.61, None], asks_for_number=True)
+    m = feature_matrix(scores, facts, [0.61, None], QuestionFlags.of("What drove the margin change?", True))
     assert m.shape == (2, len(FEATURES))
     assert m[0, col("statement_prior")] == 1.0 and m[0, col("source_statement")] == 1.0
     assert m[0, col("consolidated")] == 1.0 and m[1, col("consolidated")] == -1.0
     assert m[0, col("number_table")] == 1.0 and m[1, col("number_table")] == 0.0
+    assert (m[0, col("cause_text")], m[1, col("cause_text")], m[1, col("cause_mdna")]) == (0.0, 1.0, 1.0)
+    assert m[:, col("business_item1")].tolist() == [0.0, 0.0]
     assert m[0, col("item_statements")] == 1.0 and m[1, col("item_mdna")] == 1.0
     assert (m[0, col("item_budget")], m[1, col("item_budget")]) == (1.0, 0.5)
     assert m[1, col("dense_rank")] == 0.0  # no vector: no dense rank
@@ -50,7 +59,7 @@ def test_features_of_signals_sources_items_and_ranks() -> None:
     assert m[1, col("position")] == 0.5  # unknown place: the middle
     assert m[0, col("log_words")] == pytest.approx(np.log1p(120))
     with pytest.raises(ValueError, match="2 scores, 1 facts"):
-        feature_matrix(scores, facts[:1], [0.1, 0.2], asks_for_number=False)
+        feature_matrix(scores, facts[:1], [0.1, 0.2], QuestionFlags())
 
 
 def test_model_json_round_trip_and_refusals(tmp_path) -> None:

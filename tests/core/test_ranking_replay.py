@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from haystack_fin.core.evaluation import Question
+from haystack_fin.core.retrieval.passage_scoring import PassageScore
+from haystack_fin.core.retrieval.ranking_model import FEATURES, CandidateFacts, QuestionFlags
 from haystack_fin.core.retrieval.ranking_replay import (
     ReplayCandidate,
     ReplayRecord,
@@ -28,7 +30,10 @@ def cand(i: int, pages: list[int], item: str = "7", budget: int | None = 2, wind
 def record(candidates: list[ReplayCandidate], gold: set[int], company: str = "acme") -> ReplayRecord:
     pages = {c.chunk_id: c.pages for c in candidates}
     q = Question(f"q-{company}-{len(candidates)}-{min(gold)}", F, "t", "?", gold, [])
-    return ReplayRecord(q, company, "set", candidates, np.zeros((len(candidates), 3)), np.zeros(len(candidates)), pages)
+    n = len(candidates)
+    signals = [PassageScore(0.5, dense=0.5, lexical=float(i), table=None) for i in range(n)]
+    facts = [CandidateFacts("graph" if c.graph_added else "tree", item=c.item, budget_k=c.budget_k) for c in candidates]
+    return ReplayRecord(q, company, "set", candidates, signals, [0.3] * n, facts, QuestionFlags(), np.zeros(n), pages)
 
 
 def test_windows_skip_covered_chunks_and_the_stage1_cut_applies() -> None:
@@ -70,7 +75,9 @@ def test_dump_round_trip(tmp_path) -> None:
     assert write_dump([rec, rec], path) == 2
     back = read_dump(path)[0]
     assert back.question == rec.question and back.candidates == rec.candidates
+    assert back.facts == rec.facts and back.signals == rec.signals and back.flags == rec.flags
     assert np.array_equal(back.features, rec.features) and back.chunk_pages == rec.chunk_pages
+    assert back.features.shape == (2, len(FEATURES))
     assert list(back.labels()) == [0, 1]
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,9 @@ FEATURES: tuple[str, ...] = (
     "table",
     "image",
     "number_table",
+    "cause_text",
+    "cause_mdna",
+    "business_item1",
     "item_budget",
     *(f"item_{r}" for r in ITEM_ROLES),
     "position",
@@ -74,6 +78,34 @@ FEATURES: tuple[str, ...] = (
     "graph_score",
     "log_words",
 )
+
+
+# What kind of answer a question wants, from analysts' wording (not from any company's filings): a cause or driver
+# of a change is explained in MD&A's prose; a description of the business is in Item 1. The model learns how much
+# that is worth; the cues only say which questions the interaction features apply to.
+_CAUSE_CUE = re.compile(
+    r"\b(?:why|drove|drivers?|driven|due to|reasons?|caus(?:e|ed|es|ing)|attribut\w*|explain\w*|factors?|"
+    r"contribut\w*|impact\w*|led to)\b",
+    re.IGNORECASE,
+)
+_BUSINESS_CUE = re.compile(
+    r"\b(?:business(?:es)?|customers?|clients?|competit\w*|seasonal\w*|cyclical\w*|industry|strategy|employees|"
+    r"what does|describe|sells?)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class QuestionFlags:
+    """What the interaction features need to know of the question."""
+
+    asks_for_number: bool = False
+    asks_cause: bool = False
+    asks_business: bool = False
+
+    @classmethod
+    def of(cls, question: str, asks_for_number: bool) -> QuestionFlags:
+        return cls(asks_for_number, bool(_CAUSE_CUE.search(question)), bool(_BUSINESS_CUE.search(question)))
 
 
 def item_role(item: str | None) -> str:
@@ -118,7 +150,7 @@ def feature_matrix(
     scores: Sequence[PassageScore],
     facts: Sequence[CandidateFacts],
     cosines: Sequence[float | None],
-    asks_for_number: bool,
+    flags: QuestionFlags,
 ) -> np.ndarray:
     """One row of ``FEATURES`` per candidate (aligned with ``scores``, ``facts`` and ``cosines``)."""
     if not (len(scores) == len(facts) == len(cosines)):
@@ -151,9 +183,14 @@ def feature_matrix(
             row[col[f"source_{fact.source}"]] = 1.0
         row[col["table"]] = float(fact.is_table)
         row[col["image"]] = float(fact.is_image)
-        row[col["number_table"]] = float(fact.is_table and asks_for_number)
+        role = item_role(fact.item)
+        prose = not (fact.is_table or fact.is_image)
+        row[col["number_table"]] = float(fact.is_table and flags.asks_for_number)
+        row[col["cause_text"]] = float(flags.asks_cause and prose)
+        row[col["cause_mdna"]] = float(flags.asks_cause and role == "mdna")
+        row[col["business_item1"]] = float(flags.asks_business and role == "business")
         row[col["item_budget"]] = (fact.budget_k or 0) / top_budget if top_budget else 0.0
-        row[col[f"item_{item_role(fact.item)}"]] = 1.0
+        row[col[f"item_{role}"]] = 1.0
         row[col["position"]] = fact.position if fact.position is not None else 0.5
         row[col["entity_hit"]] = fact.entity_hit
         row[col["graph_score"]] = fact.graph_score
@@ -168,7 +205,7 @@ class LinearRankingModel:
     Usage example:
     ```python
     model = LinearRankingModel.load("ranker_weights.json")   # a path, or a file shipped in haystack_fin/data
-    probabilities = model.score(feature_matrix(scores, facts, cosines, asks_for_number=True))
+    probabilities = model.score(feature_matrix(scores, facts, cosines, QuestionFlags.of(question, True)))
     ```
     """
 

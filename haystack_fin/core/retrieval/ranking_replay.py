@@ -14,16 +14,20 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from haystack_fin.core.evaluation import Passage, Question, score_question
+from haystack_fin.core.retrieval.passage_scoring import PassageScore
+from haystack_fin.core.retrieval.ranking_model import CandidateFacts, QuestionFlags, feature_matrix
 from haystack_fin.core.retrieval.two_stage_selection import group_budgets, two_stage_select
 
-DUMP_VERSION = 1
+# A dump holds the features' ingredients (signals, cosines, facts, question flags), not the feature rows, so that a
+# new feature needs no new retrieval run.
+DUMP_VERSION = 2
 
 
 @dataclass
@@ -41,15 +45,22 @@ class ReplayCandidate:
 
 @dataclass
 class ReplayRecord:
-    """One labelled question with its dumped candidates (``features`` rows align with ``candidates``)."""
+    """One labelled question with its dumped candidates: per candidate the fallback's signals, the raw cosine and
+    the facts the features read (``features`` rows, computed from them, align with ``candidates``)."""
 
     question: Question
     company: str
     source_set: str
     candidates: list[ReplayCandidate]
-    features: np.ndarray
+    signals: list[PassageScore]
+    cosines: list[float | None]
+    facts: list[CandidateFacts]
+    flags: QuestionFlags
     hand_scores: np.ndarray
     chunk_pages: dict[str, list[int]] = field(default_factory=dict)  # every window chunk's pages
+
+    def __post_init__(self) -> None:
+        self.features = feature_matrix(self.signals, self.facts, self.cosines, self.flags)
 
     def labels(self) -> np.ndarray:
         """1 for a candidate whose own pages include a gold page."""
@@ -70,6 +81,7 @@ class ReplayRecord:
             },
             "company": self.company,
             "set": self.source_set,
+            "flags": asdict(self.flags),
             "candidates": [
                 {
                     "id": c.chunk_id,
@@ -79,10 +91,12 @@ class ReplayRecord:
                     "pages": c.pages,
                     "window": c.window,
                     "graph_added": c.graph_added,
+                    "signals": {k: _round(v) for k, v in asdict(signal).items()},
+                    "cosine": _round(cosine),
+                    "facts": {k: _round(v) if isinstance(v, float) else v for k, v in asdict(fact).items()},
                 }
-                for c in self.candidates
+                for c, signal, cosine, fact in zip(self.candidates, self.signals, self.cosines, self.facts, strict=True)
             ],
-            "features": [[round(float(v), 6) for v in row] for row in self.features],
             "hand_scores": [round(float(v), 6) for v in self.hand_scores],
             "chunk_pages": self.chunk_pages,
         }
@@ -100,6 +114,7 @@ class ReplayRecord:
             gold_pages={int(p) for p in q["gold_pages"]},
             evidence_roles={str(r): {int(p) for p in pages} for r, pages in (q.get("roles") or {}).items()},
         )
+        rows = data["candidates"]
         candidates = [
             ReplayCandidate(
                 chunk_id=str(c["id"]),
@@ -110,18 +125,24 @@ class ReplayRecord:
                 window=[str(i) for i in c["window"]],
                 graph_added=bool(c.get("graph_added", False)),
             )
-            for c in data["candidates"]
+            for c in rows
         ]
-        n_features = len(data["features"][0]) if data["features"] else 0
         return cls(
             question=question,
             company=str(data["company"]),
             source_set=str(data["set"]),
             candidates=candidates,
-            features=np.asarray(data["features"], dtype=np.float64).reshape(len(candidates), n_features),
+            signals=[PassageScore(**c["signals"]) for c in rows],
+            cosines=[None if c.get("cosine") is None else float(c["cosine"]) for c in rows],
+            facts=[CandidateFacts(**c["facts"]) for c in rows],
+            flags=QuestionFlags(**data.get("flags", {})),
             hand_scores=np.asarray(data["hand_scores"], dtype=np.float64),
             chunk_pages={str(k): [int(p) for p in v] for k, v in (data.get("chunk_pages") or {}).items()},
         )
+
+
+def _round(value: Any) -> Any:
+    return round(float(value), 6) if isinstance(value, float) else value
 
 
 def write_dump(records: Iterable[ReplayRecord], path: str | Path) -> int:
