@@ -512,11 +512,11 @@ def cmd_train_ranker(args: argparse.Namespace) -> int:
         raise ValueError("nothing to fit on: give --questions with --filings DIR, or --from-dump FILE")
     info: dict[str, object] = {"sets": sorted({r.source_set for r in records})}
     if args.folds > 1:
-        cv = training.cross_validate_dump(records, c=args.c, n_splits=args.folds)
+        cv = training.cross_validate_dump(records, c=args.c, n_splits=args.folds, fit=args.fit)
         for line in training.cv_table(cv):
             print(line)
         info["cv_page_hit@5"] = {name: round(m["page_hit@5"], 4) for name, m in cv["overall"].items()}
-    model = training.fit_model(records, c=args.c, info=info)
+    model = training.fit_model(records, c=args.c, info=info, fit=args.fit)
     model.save(args.out)
     print(f"wrote {args.out}: set the ranker's scoring_model to it (query.yaml, or `eval --fragment`)")
     return 0
@@ -678,6 +678,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from-dump", action="append", default=[], metavar="FILE", help="fit on a --dump file (repeatable)")
     p.add_argument("--folds", type=int, default=5, help="company-grouped folds for the report (default 5; 0: none)")
     p.add_argument("--c", type=float, default=1.0, help="inverse L2 strength of the logistic model (default 1.0)")
+    p.add_argument(
+        "--fit",
+        choices=["pairwise", "pointwise"],
+        default="pairwise",
+        help="learn the order within each question (pairwise, default) or each candidate's label (pointwise)",
+    )
     p.add_argument(
         "--fragment",
         action="append",
