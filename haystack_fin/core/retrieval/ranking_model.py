@@ -52,7 +52,8 @@ _ROLE_BY_ITEM = {
 }
 
 FEATURES: tuple[str, ...] = (
-    # the fallback scorer's signals (0 where a signal is not used for the question)
+    # the hand-set fusion of the signals below, and the signals (0 where a signal is not used for the question)
+    "fallback_score",
     "dense",
     "lexical",
     "table_prior",
@@ -168,6 +169,7 @@ def feature_matrix(
     top_budget = max(budgets) if budgets else 0
     for i, (score, fact) in enumerate(zip(scores, facts, strict=True)):
         row = matrix[i]
+        row[col["fallback_score"]] = score.score
         row[col["dense"]] = score.dense or 0.0
         row[col["lexical"]] = lexical[i]
         row[col["table_prior"]] = score.table or 0.0

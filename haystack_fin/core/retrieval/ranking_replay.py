@@ -251,14 +251,20 @@ def replay_metrics(
     return out
 
 
-def grouped_folds(groups: Sequence[str], n_splits: int = 5) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Train/test index pairs with every group (company) wholly on one side (scikit-learn's ``GroupKFold``)."""
+def grouped_folds(
+    groups: Sequence[str], n_splits: int = 5, seed: int | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Train/test index pairs with every group (company) wholly on one side (scikit-learn's ``GroupKFold``: folds
+    of balanced size; with ``seed``, companies are dealt to folds at random, for repeated cross-validation)."""
     from sklearn.model_selection import GroupKFold
 
     n_groups = len(set(groups))
     if n_groups < 2:
         raise ValueError(f"company-grouped folds need at least 2 companies, got {n_groups}")
-    splitter = GroupKFold(n_splits=min(n_splits, n_groups))
+    if seed is None:
+        splitter = GroupKFold(n_splits=min(n_splits, n_groups))
+    else:
+        splitter = GroupKFold(n_splits=min(n_splits, n_groups), shuffle=True, random_state=seed)
     index = np.arange(len(groups))
     return [(train, test) for train, test in splitter.split(index, groups=list(groups))]
 
@@ -284,8 +290,9 @@ def cross_validate(
     settings: ReplaySettings = ReplaySettings(),
     n_splits: int = 5,
     ks: tuple[int, ...] = (5,),
+    seed: int | None = None,
 ) -> dict[str, Any]:
-    """Company-grouped cross-validation: per fold, ``fit`` on the other companies' records and score the held-out
+    """Company-grouped cross-validation (``grouped_folds``, ``seed`` for a random dealing of companies): per fold, ``fit`` on the other companies' records and score the held-out
     ones with the fitted scorer and with every fixed ``baselines`` scorer (e.g. the hand-set weights), same folds.
 
     Returns ``{"folds": [{"companies", "n", "<name>": metrics}], "overall": {"<name>": metrics over all held-out
@@ -293,7 +300,7 @@ def cross_validate(
     named "learned".
     """
     groups = [r.company for r in records]
-    folds = grouped_folds(groups, n_splits)
+    folds = grouped_folds(groups, n_splits, seed)
     names = ["learned", *baselines]
     held_scores: dict[str, list[Sequence[float]]] = {name: [None] * len(records) for name in names}  # type: ignore[list-item]
     fold_rows: list[dict[str, Any]] = []
