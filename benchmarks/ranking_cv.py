@@ -79,26 +79,58 @@ def hybrid_fit(c: float, fit: str, signal: str) -> Fit:
     return fitted
 
 
-def short(cv: dict[str, Any], name: str = "learned") -> dict[str, Any]:
-    """Overall, per set and per fold page_hit@5 of one scorer."""
-    return {
-        "overall": cv["overall"][name],
-        "by_set": {s: m[name] for s, m in cv["by_set"].items()},
-        "by_type": {t: m[name] for t, m in cv["by_type"].items()},
-        "folds": [round(f[name]["page_hit@5"], 4) for f in cv["folds"]],
-    }
+SEEDS: tuple[int | None, ...] = (None, 1, 2, 3, 4, 5)  # GroupKFold's balanced folds, then 5 random dealings
+
+
+def study(records: Sequence[ReplayRecord], fit: Fit, settings: ReplaySettings, folds: int) -> dict[str, Any]:
+    """The fitted scorer against the hand-set weights: the balanced folds in detail, and the mean over ``SEEDS``
+    (repeated dealings of companies to folds; a choice should not rest on one dealing)."""
+    hand = {"hand-set": lambda r: r.hand_scores}
+    runs = [cross_validate(records, fit, hand, settings, folds, seed=seed) for seed in SEEDS]
+    first = runs[0]
+    out: dict[str, Any] = {"questions": len(records)}
+    for name in ("learned", "hand-set"):
+        out[name] = {
+            "mean_page_hit@5": round(float(np.mean([r["overall"][name]["page_hit@5"] for r in runs])), 4),
+            "mean_evidence_complete@5_2plus": round(
+                float(np.mean([r["overall"][name]["evidence_complete@5_2plus"] for r in runs])), 4
+            ),
+            "mean_by_set": {
+                s: round(float(np.mean([r["by_set"][s][name]["page_hit@5"] for r in runs])), 4) for s in first["by_set"]
+            },
+            "balanced_folds": {
+                "overall": first["overall"][name],
+                "by_set": {s: m[name] for s, m in first["by_set"].items()},
+                "by_type": {t: m[name] for t, m in first["by_type"].items()},
+                "folds": [round(f[name]["page_hit@5"], 4) for f in first["folds"]],
+            },
+        }
+    out["fold_companies"] = [f["companies"] for f in first["folds"]]
+    out["fold_questions"] = [f["n"] for f in first["folds"]]
+    return out
+
+
+def line(label: str, result: dict[str, Any]) -> str:
+    learned, hand = result["learned"], result["hand-set"]
+    return (
+        f"{label:36s} learned {learned['mean_page_hit@5']:.4f} (ec2+ {learned['mean_evidence_complete@5_2plus']:.3f})"
+        f"  hand-set {hand['mean_page_hit@5']:.4f}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", action="append", required=True, metavar="NAME=DUMP[,DUMP...]")
     parser.add_argument("--base", default=None, help="the configuration the hybrids and replay switches run on")
-    parser.add_argument("--c", type=float, default=1.0)
+    parser.add_argument("--c", type=float, default=0.1)
     parser.add_argument("--fit", default="pointwise", choices=["pointwise", "pairwise"])
+    parser.add_argument("--no-per-item-cut", action="store_true", help="replay without the ranker's per-Item cut")
+    parser.add_argument("--distinct-pages", action="store_true", help="replay with one page at most once")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
 
+    settings = ReplaySettings(stage1=not args.no_per_item_cut, distinct_pages=args.distinct_pages)
     configs = dict(load(spec) for spec in args.config)
     base_name = args.base or next(iter(configs))
     out: dict[str, Any] = {
@@ -106,55 +138,36 @@ def main() -> None:
         "c": args.c,
         "fit": args.fit,
         "folds": args.folds,
+        "seeds": list(SEEDS),
+        "settings": {"per_item_cut": settings.stage1, "distinct_pages": settings.distinct_pages},
         "configs": {},
     }
+    learned = learned_fit(args.c, args.fit)
     for name, records in configs.items():
-        cv = cross_validate(
-            records, learned_fit(args.c, args.fit), {"hand-set": lambda r: r.hand_scores}, ReplaySettings(), args.folds
-        )
-        out["configs"][name] = {
-            "questions": len(records),
-            "candidates": int(sum(len(r.candidates) for r in records)),
-            "fold_companies": [f["companies"] for f in cv["folds"]],
-            "fold_questions": [f["n"] for f in cv["folds"]],
-            "learned": short(cv),
-            "hand-set": short(cv, "hand-set"),
-        }
-        print(
-            f"{name}: learned {cv['overall']['learned']['page_hit@5']:.3f} "
-            f"hand-set {cv['overall']['hand-set']['page_hit@5']:.3f} ({len(records)} questions)",
-            flush=True,
-        )
+        out["configs"][name] = study(records, learned, settings, args.folds)
+        print(line(f"config {name}", out["configs"][name]), flush=True)
 
     records = configs[base_name]
-    hand = {"hand-set": lambda r: r.hand_scores}
     out["hybrids"] = {}
     for signal in HAND_SIGNALS:
-        cv = cross_validate(records, hybrid_fit(args.c, args.fit, signal), hand, ReplaySettings(), args.folds)
-        out["hybrids"][signal] = short(cv)
-        print(f"hand-set {signal} weight in the learned model: {cv['overall']['learned']['page_hit@5']:.3f}")
+        out["hybrids"][signal] = study(records, hybrid_fit(args.c, args.fit, signal), settings, args.folds)
+        print(line(f"hand-set {signal}/dense ratio", out["hybrids"][signal]), flush=True)
     out["model_sweep"] = {}
     for fit in ("pointwise", "pairwise"):
         for c in (0.01, 0.1, 1.0, 10.0):
-            cv = cross_validate(records, learned_fit(c, fit), hand, ReplaySettings(), args.folds)
-            out["model_sweep"][f"{fit} C={c}"] = short(cv)
-            print(f"{fit} C={c}: {cv['overall']['learned']['page_hit@5']:.3f}")
+            out["model_sweep"][f"{fit} C={c}"] = study(records, learned_fit(c, fit), settings, args.folds)
+            print(line(f"{fit} C={c}", out["model_sweep"][f"{fit} C={c}"]), flush=True)
     no_stacking = tuple(f for f in FEATURES if f != "fallback_score")
-    cv = cross_validate(records, learned_fit(args.c, args.fit, no_stacking), hand, ReplaySettings(), args.folds)
-    out["without_fallback_score"] = short(cv)
-    print(f"without the hand-set fusion as a feature: {cv['overall']['learned']['page_hit@5']:.3f}")
+    out["without_fallback_score"] = study(records, learned_fit(args.c, args.fit, no_stacking), settings, args.folds)
+    print(line("without fallback_score", out["without_fallback_score"]), flush=True)
     out["replay_switches"] = {}
-    for label, settings in (
-        ("distinct_pages", ReplaySettings(distinct_pages=True)),
-        ("no_graph_budget_raise", ReplaySettings(graph_budget_raise=False)),
-        ("no_stage1_cut", ReplaySettings(stage1=False)),
+    for label, switched in (
+        ("distinct_pages", replace(settings, distinct_pages=not settings.distinct_pages)),
+        ("per_item_cut", replace(settings, stage1=not settings.stage1)),
+        ("graph_budget_raise (with the per-Item cut)", replace(settings, stage1=True, graph_budget_raise=False)),
     ):
-        cv = cross_validate(records, learned_fit(args.c, args.fit), hand, settings, args.folds)
-        out["replay_switches"][label] = {"learned": short(cv), "hand-set": short(cv, "hand-set")}
-        print(
-            f"{label}: learned {cv['overall']['learned']['page_hit@5']:.3f} "
-            f"hand-set {cv['overall']['hand-set']['page_hit@5']:.3f}"
-        )
+        out["replay_switches"][label] = study(records, learned, switched, args.folds)
+        print(line(f"switched: {label}", out["replay_switches"][label]), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
     print(f"wrote {args.out}")

@@ -645,8 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements|sections|graph|"
-        "fallback "
-        "(repeatable)",
+        "fallback|ranking_model|evidence_places|distinct_pages (repeatable)",
     )
     p.add_argument(
         "--fragment",
@@ -673,7 +672,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
     p.add_argument("--qdrant-url", default=None)
     _add_backend_arg(p)
-    p.add_argument("--out", default="ranker_weights.json", help="model JSON (default ranker_weights.json)")
+    p.add_argument("--out", default="ranker_model.json", help="model JSON (default ranker_model.json)")
     p.add_argument("--dump", default=None, metavar="FILE", help="also write the candidates' features (.jsonl.gz)")
     p.add_argument("--from-dump", action="append", default=[], metavar="FILE", help="fit on a --dump file (repeatable)")
     p.add_argument("--folds", type=int, default=5, help="company-grouped folds for the report (default 5; 0: none)")

@@ -37,6 +37,9 @@ ABLATIONS: tuple[str, ...] = (
     "sections",
     "graph",
     "fallback",
+    "ranking_model",
+    "evidence_places",
+    "distinct_pages",
 )
 # Components whose top_k is the candidate count (what the ranker keeps before the window merges neighbours).
 CANDIDATE_COMPONENTS: tuple[str, ...] = ("router", "retriever", "ranker")
@@ -86,6 +89,12 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
         retriever["section_candidates"] = 0
         ranker = components["ranker"]["init_parameters"]
         ranker["fallback_weights"] = {**(ranker.get("fallback_weights") or {}), "section": 0.0}
+    if "evidence_places" in names:  # no candidates from the concepts' Items, the filing's headings, the whole filing
+        retriever.update(intent_item_candidates=0, heading_candidates=0, filing_flat_candidates=0)
+    if "ranking_model" in names:  # the hand-set fusion of the fallback's signals instead of the learned model
+        components["ranker"]["init_parameters"]["scoring_model"] = None
+    if "distinct_pages" in names and "window" in components:  # a passage may repeat pages already shown
+        components["window"]["init_parameters"]["distinct_pages"] = False
     if "flam" in names:  # every Item with chunks gets an equal share, whatever the question
         components["router"]["init_parameters"]["mode"] = "uniform"
     if "scope" in names:  # the filings of the nearest chunks, as flat RAG would pick them

@@ -74,8 +74,10 @@ def dump_features(
     pipe = fin.runner.pipe
     ranker, window, embedder = (pipe.get_component(n) for n in ("ranker", "window", "embedder"))
     window_component = fin.runner.data["components"]["window"]["init_parameters"]
+    ranker_params = fin.runner.data["components"]["ranker"]["init_parameters"]
     settings = ReplaySettings(
-        ranker_top_k=int(fin.runner.data["components"]["ranker"]["init_parameters"].get("top_k", 20)),
+        stage1=bool(ranker_params.get("per_item_cut", True)),
+        ranker_top_k=int(ranker_params.get("top_k", 20)),
         k=fin.top_k,
         distinct_pages=bool(window_component.get("distinct_pages", False)),
     )

@@ -118,6 +118,8 @@ class TwoStageRanker:
     ``stage1_top_k`` when set, else the ``budget_k`` meta the upstream router put on the group's passages, else
     ``ceil(top_k / number of groups)`` (see ``haystack_fin.core.retrieval.two_stage_selection.group_budgets``).
     Documents without ``filing_id``/``item`` form one group, so the ranker also works after any plain retriever.
+    ``per_item_cut=False`` skips stage 1 (the shipped YAML: with the ranking model's scores, comparable across Items,
+    the per-Item quota lost hits on held-out companies; docs/ranking.md).
 
     Scorer: with ``model`` set, any sentence-transformers cross-encoder (hub name or local path), run through
     Haystack's ``SentenceTransformersSimilarityRanker``; each (query, passage) pair is scored once and the same
@@ -127,7 +129,11 @@ class TwoStageRanker:
     over the candidate set, a table prior for questions that ask for a number, and a statement prior for blocks of the
     financial statement a question names or implies (``meta["statement"]``), fused into a score in [0, 1]. The
     candidates' company names and tickers (meta ``company``, ``ticker``) are left out of the question's terms:
-    they choose the filing, not the passage.
+    they choose the filing, not the passage. With ``scoring_model`` (the shipped YAML names the model fitted across
+    companies, ``haystack_fin/data/ranker_weights.json``), a logistic model over those signals and the candidates'
+    source, Item, modality, place in the filing and graph match replaces the hand-set fusion
+    (``haystack_fin.core.retrieval.ranking_model``; ``haystack-fin train-ranker`` refits it). The question is read
+    once: from ``analysis`` (a ``QueryAnalyzer``'s), else analysed here with ``lexicon_path``'s lexicon.
 
     Input documents are deduplicated by id and never mutated. Output documents are copies with ``score`` set and
     ``meta["rerank"] = {"stage1_score", "stage1_rank_in_item", "stage2_rank", "scorer"}`` (ranks 1-based; the
@@ -169,6 +175,7 @@ class TwoStageRanker:
         fallback_weights: dict[str, float] | None = None,
         lexicon_path: str | None = None,
         scoring_model: str | None = None,
+        per_item_cut: bool = True,
     ) -> None:
         """
         :param model: a sentence-transformers cross-encoder, hub name or local path; ``None`` uses the fallback
@@ -193,6 +200,8 @@ class TwoStageRanker:
             train-ranker`` fits one), as a path or the name of a file shipped in ``haystack_fin/data``. It replaces
             the hand-set fusion of ``fallback_weights`` (whose zero weights still switch a signal off). None: the
             hand-set fusion. Ignored with a cross-encoder ``model``.
+        :param per_item_cut: stage 1 keeps each (filing, Item) group's best ``k_i``; False: one cut across all
+            candidates (a score comparable across Items, such as the ranking model's, needs no per-Item quota).
         """
         if model is not None and not str(model).strip():
             raise ValueError("model must be a cross-encoder name or path, or None for the fallback scorer; got ''")
@@ -215,6 +224,7 @@ class TwoStageRanker:
             raise ValueError(f"scoring_model must be a ranking model JSON path or name, or None; got {scoring_model!r}")
         self.lexicon_path = lexicon_path
         self.scoring_model = scoring_model
+        self.per_item_cut = per_item_cut
         self._weights = FallbackWeights.from_dict(fallback_weights)  # validates eagerly, no I/O
         self._cross_encoder: SentenceTransformersSimilarityRanker | None = None
         self._lexicon: Lexicon | None = None
@@ -260,6 +270,7 @@ class TwoStageRanker:
             fallback_weights=self.fallback_weights,
             lexicon_path=self.lexicon_path,
             scoring_model=self.scoring_model,
+            per_item_cut=self.per_item_cut,
         )
 
     @classmethod
@@ -387,7 +398,9 @@ class TwoStageRanker:
             scores = self._cross_encoder_scores(query, unique)
 
         keys = [_group_key(d) for d in unique]
-        budgets = group_budgets(keys, k, [d.meta.get(BUDGET_K) for d in unique], self.stage1_top_k)
+        # Without the per-Item cut every group may keep all of its candidates: stage 2 alone decides.
+        stage1 = self.stage1_top_k if self.per_item_cut else len(unique)
+        budgets = group_budgets(keys, k, [d.meta.get(BUDGET_K) for d in unique], stage1)
         selection = two_stage_select(scores, keys, budgets, k)
 
         out: list[Document] = []

@@ -92,3 +92,9 @@ def test_fit_learns_which_feature_marks_the_evidence() -> None:
     assert model.info == {"fit": "pointwise", "note": "synthetic"}
     with pytest.raises(ValueError, match="both relevant and irrelevant"):
         fit_logistic(x, np.zeros(400, dtype=int))
+
+
+def test_the_shipped_model_loads() -> None:
+    model = LinearRankingModel.load("ranker_weights.json")
+    assert set(model.features) <= set(FEATURES) and model.info.get("cv")
+    assert resolve_model_path("ranker_weights.json").parent.name == "data"

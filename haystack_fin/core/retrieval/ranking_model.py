@@ -303,14 +303,16 @@ class LinearRankingModel:
 
 
 def resolve_model_path(path: str | Path) -> Path:
-    """``path`` when it names a file, else the file of that name in the package's data folder."""
+    """A bare file name shipped in the package's data folder (``ranker_weights.json``) is that file; anything else
+    is a path (``./my_model.json``, an absolute path)."""
+    text = str(path)
+    shipped = Path(__file__).resolve().parents[2] / "data" / text
+    if "/" not in text and "\\" not in text and shipped.is_file():
+        return shipped
     given = Path(path)
     if given.is_file():
         return given
-    shipped = Path(__file__).resolve().parents[2] / "data" / given.name
-    if given.name == str(path) and shipped.is_file():
-        return shipped
-    raise FileNotFoundError(f"ranking model {path}: no such file (nor in haystack_fin/data)")
+    raise FileNotFoundError(f"ranking model {path}: no such file (nor a model shipped in haystack_fin/data)")
 
 
 def fit_logistic(
