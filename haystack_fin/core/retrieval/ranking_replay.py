@@ -292,8 +292,9 @@ def cross_validate(
     ks: tuple[int, ...] = (5,),
     seed: int | None = None,
 ) -> dict[str, Any]:
-    """Company-grouped cross-validation (``grouped_folds``, ``seed`` for a random dealing of companies): per fold, ``fit`` on the other companies' records and score the held-out
-    ones with the fitted scorer and with every fixed ``baselines`` scorer (e.g. the hand-set weights), same folds.
+    """Company-grouped cross-validation (``grouped_folds``; ``seed``: a random dealing of companies to folds): per
+    fold, ``fit`` on the other companies' records and score the held-out ones with the fitted scorer and with every
+    fixed ``baselines`` scorer (e.g. the hand-set weights), same folds.
 
     Returns ``{"folds": [{"companies", "n", "<name>": metrics}], "overall": {"<name>": metrics over all held-out
     questions}, "by_set": {set: {"<name>": metrics}}, "by_type": {question_type: {...}}}``; the fitted scorer is
