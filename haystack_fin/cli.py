@@ -505,14 +505,34 @@ def _benchmark_store(args: argparse.Namespace, command: str) -> str | None:
     return store
 
 
+def _filing_dirs(args: argparse.Namespace) -> list[str]:
+    """The folders of ``--pdfs`` and ``--filings``, in the order given; at least one is required."""
+    folders = [*(args.pdfs or []), *(args.filings or [])]
+    if not folders:
+        raise ValueError("name the folder(s) holding DOC_NAME.pdf / DOC_NAME.html with --filings DIR (or --pdfs DIR)")
+    return folders
+
+
+def _add_filing_dirs_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--filings",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="folder with DOC_NAME.pdf or DOC_NAME.html for the questions' doc_names (repeatable; first match wins)",
+    )
+    p.add_argument("--pdfs", action="append", default=[], metavar="DIR", help="same as --filings (repeatable)")
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from haystack_fin.evaluation_runner import run_financebench
 
     ks = args.k
+    folders = _filing_dirs(args)
     store = _benchmark_store(args, "eval")
     result = run_financebench(
         args.questions,
-        args.pdfs,
+        folders,
         args.setting,
         store,
         args.qdrant_url,
@@ -532,6 +552,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         b = result["baseline"]["overall"]
         line = ", ".join(f"{m} {b[m]:.3f}" for m in ("page_hit@5", "evidence_recall_bigram@5", "mrr") if m in b)
         print(f"plain Haystack: {line}, context_words@5 {b.get('context_words@5', 0):.0f}")
+    if "candidates" in result:
+        c = result["candidates"]["overall"]
+        line = ", ".join(f"{m} {c[m]:.3f}" for m in c if m.startswith("candidate_recall@"))
+        print(f"candidates (the ranker's input): {line}, {c.get('n_candidates', 0):.0f} per question")
     print(f"wrote {args.out}")
     return 0
 
@@ -575,6 +599,48 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             f"warning: {result['baseline_mismatches']} question(s) differ from the pipeline's own run", file=sys.stderr
         )
     print(f"wrote {args.out}" + (f" and {args.json}" if args.json else ""))
+    return 0
+
+
+def cmd_train_ranker(args: argparse.Namespace) -> int:
+    from haystack_fin import ranker_training as training
+    from haystack_fin.core.retrieval.ranking_replay import read_dump, write_dump
+
+    records = [record for path in args.from_dump for record in read_dump(path)]
+    if args.questions:
+        folders = _filing_dirs(args)
+        store = _benchmark_store(args, "train-ranker")
+        for questions in args.questions:
+            dumped, check = training.dump_features(
+                questions,
+                folders,
+                store,
+                args.qdrant_url,
+                quiet=args.quiet,
+                fragments=args.fragment,
+                timeout_s=args.timeout or None,
+            )
+            if check["replay_mismatches"]:
+                print(
+                    f"warning: {len(check['replay_mismatches'])} question(s) of {questions} replay differently from "
+                    "the pipeline: the model is fitted on what the replay sees",
+                    file=sys.stderr,
+                )
+            records += dumped
+        if args.dump:
+            write_dump(records, args.dump)
+            print(f"wrote {args.dump} ({len(records)} questions)")
+    if not records:
+        raise ValueError("nothing to fit on: give --questions with --filings DIR, or --from-dump FILE")
+    info: dict[str, object] = {"sets": sorted({r.source_set for r in records})}
+    if args.folds > 1:
+        cv = training.cross_validate_dump(records, c=args.c, n_splits=args.folds, fit=args.fit)
+        for line in training.cv_table(cv):
+            print(line)
+        info["cv_page_hit@5"] = {name: round(m["page_hit@5"], 4) for name, m in cv["overall"].items()}
+    model = training.fit_model(records, c=args.c, info=info, fit=args.fit)
+    model.save(args.out)
+    print(f"wrote {args.out}: set the ranker's scoring_model to it (query.yaml, or `eval --fragment`)")
     return 0
 
 
@@ -760,7 +826,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = p.add_subparsers(dest="benchmark", required=True)
     p = bench.add_parser("financebench", help="FinanceBench-format retrieval benchmark (docs/evaluation.md)")
     p.add_argument("--questions", required=True, help="FinanceBench-format JSONL")
-    p.add_argument("--pdfs", required=True, help="folder with DOC_NAME.pdf for every question's doc_name")
+    _add_filing_dirs_args(p)
     p.add_argument("--setting", choices=["single", "shared"], default="single")
     p.add_argument("--k", type=_cutoffs, default=(1, 3, 5, 10), help="comma-separated cut-offs (default 1,3,5,10)")
     p.add_argument(
@@ -768,8 +834,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements|sections|graph|"
-        "fallback "
-        "(repeatable)",
+        "fallback|ranking_model|evidence_places|distinct_pages (repeatable)",
     )
     p.add_argument(
         "--fragment",
@@ -786,6 +851,37 @@ def build_parser() -> argparse.ArgumentParser:
     _add_indexing_args(p)
     p.add_argument("-q", "--quiet", action="store_true")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "train-ranker",
+        help="fit the ranker's scoring model on FinanceBench-format labelled questions (company-grouped folds)",
+    )
+    p.add_argument("--questions", action="append", default=[], help="FinanceBench-format JSONL (repeatable)")
+    _add_filing_dirs_args(p)
+    p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
+    p.add_argument("--qdrant-url", default=None)
+    _add_backend_arg(p)
+    p.add_argument("--out", default="ranker_model.json", help="model JSON (default ranker_model.json)")
+    p.add_argument("--dump", default=None, metavar="FILE", help="also write the candidates' features (.jsonl.gz)")
+    p.add_argument("--from-dump", action="append", default=[], metavar="FILE", help="fit on a --dump file (repeatable)")
+    p.add_argument("--folds", type=int, default=5, help="company-grouped folds for the report (default 5; 0: none)")
+    p.add_argument("--c", type=float, default=1.0, help="inverse L2 strength of the logistic model (default 1.0)")
+    p.add_argument(
+        "--fit",
+        choices=["pairwise", "pointwise"],
+        default="pairwise",
+        help="learn the order within each question (pairwise, default) or each candidate's label (pointwise)",
+    )
+    p.add_argument(
+        "--fragment",
+        action="append",
+        default=[],
+        metavar="YAML",
+        help="pipeline fragment applied to the query pipeline while dumping (repeatable)",
+    )
+    _add_indexing_args(p)
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_train_ranker)
 
     p = sub.add_parser(
         "calibrate",

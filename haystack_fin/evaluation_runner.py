@@ -3,12 +3,17 @@ haystack-fin (and optionally plain Haystack in the same process), score with doc
 
 Output JSON (a contract): {"overall": {...}, "by_question_type": {...}, "by_evidence_pages": {"1": {...}, "2+":
 {...}}, "evidence_pages_counts": {"1": n, "2+": n}, "per_question": {id: {..., "top10": [[filing_id, [pages]], ...]}},
-"timings": {"index_ms_per_page", "query_p50_ms", "query_p95_ms"}, "baseline": {same shape}, "config": {...}}.
+"timings": {"index_ms_per_page", "query_p50_ms", "query_p95_ms"}, "baseline": {same shape}, "config": {...}}; the
+haystack-fin run also has "candidates": {"overall", "by_question_type", "per_question"} with candidate recall@N
+(``core.evaluation.score_candidates``: a gold page among the first N documents the ranker was given).
+
+Filings are found as DOC_NAME.pdf, DOC_NAME.html or DOC_NAME.htm in one or more folders (the first folder that has
+one wins).
 """
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +22,14 @@ from tqdm import tqdm
 
 from haystack_fin.core import schema
 from haystack_fin.core.evaluation import (
+    CANDIDATE_NS,
     DEFAULT_KS,
     Passage,
     Question,
     aggregate,
     load_questions,
     percentile,
+    score_candidates,
     score_question,
 )
 from haystack_fin.query_runner import ABLATIONS
@@ -31,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 SETTINGS = ("single", "shared")
 RETRIEVE_K = 10  # mrr and @10 need ten passages
+FILING_SUFFIXES = (".pdf", ".html", ".htm")
 
 
 def doc_passages(docs: list[Document]) -> list[Passage]:
@@ -51,8 +59,12 @@ def _score(
     ks: tuple[int, ...],
     quiet: bool,
     label: str,
+    candidates: Callable[[], list[Document]] | None = None,
 ) -> dict[str, Any]:
+    """Run and score every question; ``candidates`` (called after each ``retrieve``) returns what the ranker was
+    given for it, scored apart from the ranking."""
     per_question: dict[str, dict[str, float]] = {}
+    candidate_rows: dict[str, dict[str, float]] = {}
     ranked: dict[str, list[list[Any]]] = {}
     latencies: list[float] = []
     for q in tqdm(questions, desc=f"Querying ({label})", disable=quiet):
@@ -63,6 +75,8 @@ def _score(
         per_question[q.financebench_id] = score_question(q, passages, ks)
         # So a reader can audit any number: what was ranked, in order, as (filing_id, pages).
         ranked[q.financebench_id] = [[p.doc_name, list(p.pages)] for p in passages[:RETRIEVE_K]]
+        if candidates is not None:
+            candidate_rows[q.financebench_id] = score_candidates(q, doc_passages(candidates()), CANDIDATE_NS)
     result = aggregate(per_question, questions)
     result.pop("counts", None)
     result["per_question"] = {qid: {**scores, "top10": ranked[qid]} for qid, scores in per_question.items()}
@@ -70,6 +84,15 @@ def _score(
         "query_p50_ms": round(percentile(latencies, 50), 1),
         "query_p95_ms": round(percentile(latencies, 95), 1),
     }
+    if candidate_rows:
+        by_id = {q.financebench_id: q for q in questions}
+        summary = aggregate(candidate_rows, [by_id[qid] for qid in candidate_rows])
+        result["candidates"] = {
+            "overall": summary["overall"],
+            "by_question_type": summary["by_question_type"],
+            "by_evidence_pages": summary["by_evidence_pages"],
+            "per_question": candidate_rows,
+        }
     return result
 
 
@@ -89,6 +112,7 @@ class HaystackFinRetrieval:
 
         self.runner = QueryRunner(store_path, qdrant_url, ablations=ablate, fragments=fragments)
         self.top_k = top_k
+        self.last_candidates: list[Document] = []
         self.runner.pipe.warm_up()
         # What a server does at start-up: embedded Qdrant filters by scanning the collection in Python (~1.7 s
         # per filing on a 40k-node index), so the per-filing tree caches are filled once before timing queries.
@@ -107,7 +131,9 @@ class HaystackFinRetrieval:
         self.runner.close()
 
     def retrieve(self, question: str, filing_ids: list[str] | None) -> list[Document]:
-        return self.runner.run(question, filing_ids, k=self.top_k).passages
+        result = self.runner.run(question, filing_ids, k=self.top_k)
+        self.last_candidates = result.candidates
+        return result.passages
 
 
 class PlainHaystackBaseline:
@@ -133,13 +159,11 @@ class PlainHaystackBaseline:
         self.doc_embedder.warm_up()
         self.text_embedder.warm_up()
 
-    def index(self, pdf: Path, filing_id: str) -> int:
-        import pymupdf
-
-        with pymupdf.open(pdf) as doc:
-            pages = [
-                Document(content=page.get_text(), meta={"file": filing_id, "page": i + 1}) for i, page in enumerate(doc)
-            ]
+    def index(self, filing: Path, filing_id: str) -> int:
+        pages = [
+            Document(content=text, meta={"file": filing_id, "page": i + 1})
+            for i, text in enumerate(filing_page_texts(filing))
+        ]
         chunks = self.splitter.run(documents=pages)["documents"]
         embedded = self.doc_embedder.run(documents=chunks)["documents"]
         self.store.write_documents(embedded)
@@ -149,6 +173,42 @@ class PlainHaystackBaseline:
         embedding = self.text_embedder.run(text=question)["embedding"]
         filters = {"field": "meta.file", "operator": "in", "value": filing_ids} if filing_ids else None
         return self.retriever.run(query_embedding=embedding, filters=filters)["documents"]
+
+
+def filing_page_texts(path: Path) -> list[str]:
+    """Each page's text: PyMuPDF's for a PDF; for EDGAR HTML, which has no pages a plain converter sees, the native
+    parser's pages (the pages the labels and haystack-fin's chunks carry)."""
+    if path.suffix.lower() == ".pdf":
+        import pymupdf
+
+        with pymupdf.open(path) as doc:
+            return [page.get_text() for page in doc]
+    from haystack_fin.core.ingest.html import parse_html_filing
+
+    return parse_html_filing(path, extract_images=False).page_texts
+
+
+def find_filings(names: Sequence[str], folders: Sequence[str | Path]) -> list[Path]:
+    """``NAME.pdf``, ``NAME.html`` or ``NAME.htm`` for every name, from the first folder that has one.
+
+    :raises FileNotFoundError: naming every filing found in none of the folders.
+    """
+    found: list[Path] = []
+    missing: list[str] = []
+    for name in names:
+        tried = (Path(folder) / f"{name}{ext}" for folder in folders for ext in FILING_SUFFIXES)
+        path = next((p for p in tried if p.is_file()), None)
+        if path is None:
+            missing.append(name)
+        else:
+            found.append(path)
+    if missing:
+        where = ", ".join(str(d) for d in folders) or "no folder given"
+        raise FileNotFoundError(
+            f"filings named by the questions are missing (looked for NAME.pdf/.html/.htm in {where}): "
+            + ", ".join(missing)
+        )
+    return found
 
 
 def _indexed_filings(store_path: str | None, qdrant_url: str | None) -> set[str]:
@@ -163,20 +223,21 @@ def _indexed_filings(store_path: str | None, qdrant_url: str | None) -> set[str]
 
 
 def index_filings(
-    pdfs: list[Path],
+    filings: list[Path],
     store_path: str | None,
     qdrant_url: str | None,
     quiet: bool,
     timeout_s: float | None = 600,
     workers: int = 1,
 ) -> tuple[float | None, list[str]]:
-    """Index the PDFs not yet in the store (filing id = PDF stem) through the indexing runner (parse stage in
-    workers with ``timeout_s`` per filing). Returns (ms per page of the filings written, or None; failures)."""
+    """Index the filings (PDF or HTML) not yet in the store (filing id = file stem) through the indexing runner
+    (parse stage in workers with ``timeout_s`` per filing). Returns (ms per page of the filings written, or None;
+    failures)."""
     from haystack_fin import indexing_runner
     from haystack_fin.pipeline_loader import pipeline_dict
 
     present = _indexed_filings(store_path, qdrant_url)
-    todo = [p for p in pdfs if p.stem not in present]
+    todo = [p for p in filings if p.stem not in present]
     if not todo:
         return None, []
     report = indexing_runner.index_filings(
@@ -192,29 +253,27 @@ def index_filings(
 
 def index_question_filings(
     questions: list[Question],
-    pdfs_dir: str,
+    filing_dirs: str | Sequence[str],
     store_path: str | None,
     qdrant_url: str | None,
     quiet: bool,
     timeout_s: float | None,
     workers: int = 1,
 ) -> tuple[list[Path], float | None]:
-    """Index the PDF of every filing the questions name (``DOC_NAME.pdf`` in ``pdfs_dir``); returns the PDFs and
-    ``index_filings``' ms per page. Indexing failures are logged; a missing PDF raises ``FileNotFoundError``."""
-    names = sorted({q.doc_name for q in questions})
-    pdfs = [Path(pdfs_dir) / f"{name}.pdf" for name in names]
-    missing = [str(p) for p in pdfs if not p.is_file()]
-    if missing:
-        raise FileNotFoundError(f"PDFs named by the questions are missing: {', '.join(missing)}")
-    index_ms, failures = index_filings(pdfs, store_path, qdrant_url, quiet, timeout_s=timeout_s, workers=workers)
+    """Index every filing the questions name (``find_filings`` in ``filing_dirs``, one folder or several); returns
+    the filings and ``index_filings``' ms per page. Indexing failures are logged; a missing filing raises
+    ``FileNotFoundError``."""
+    folders = [filing_dirs] if isinstance(filing_dirs, str) else list(filing_dirs)
+    filings = find_filings(sorted({q.doc_name for q in questions}), folders)
+    index_ms, failures = index_filings(filings, store_path, qdrant_url, quiet, timeout_s=timeout_s, workers=workers)
     if failures:
         logger.error("Indexing failures: %s", failures)
-    return pdfs, index_ms
+    return filings, index_ms
 
 
 def run_financebench(
     questions_path: str,
-    pdfs_dir: str,
+    filing_dirs: str | Sequence[str],
     setting: str,
     store_path: str | None,
     qdrant_url: str | None = None,
@@ -227,9 +286,9 @@ def run_financebench(
     workers: int = 1,
     fragments: list[str] | tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Run the benchmark and return the contract JSON as a dict (``timeout_s``/``workers``: see
-    ``indexing_runner.index_filings``; ``fragments``: YAML fragments applied to the query pipeline, e.g. calibrated
-    thresholds)."""
+    """Run the benchmark and return the contract JSON as a dict (``filing_dirs``: the folder or folders holding
+    DOC_NAME.pdf/.html; ``timeout_s``/``workers``: see ``indexing_runner.index_filings``; ``fragments``: YAML
+    fragments applied to the query pipeline, e.g. calibrated thresholds)."""
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {SETTINGS}, got {setting!r}")
     ablated = set(ablate or [])
@@ -237,7 +296,9 @@ def run_financebench(
     if unknown:
         raise ValueError(f"unknown ablation(s) {sorted(unknown)}; choose from {ABLATIONS}")
     questions = load_questions(questions_path)
-    pdfs, index_ms = index_question_filings(questions, pdfs_dir, store_path, qdrant_url, quiet, timeout_s, workers)
+    filings, index_ms = index_question_filings(
+        questions, filing_dirs, store_path, qdrant_url, quiet, timeout_s, workers
+    )
 
     fin = HaystackFinRetrieval(store_path, qdrant_url, ablated, fragments=fragments)
     try:
@@ -247,6 +308,7 @@ def run_financebench(
             ks,
             quiet,
             "haystack-fin",
+            candidates=lambda: fin.last_candidates,
         )
     finally:
         fin.close()
@@ -260,7 +322,7 @@ def run_financebench(
     if baseline:
         plain = PlainHaystackBaseline(model)
         t0 = time.perf_counter()
-        n_pages = sum(plain.index(pdf, pdf.stem) for pdf in tqdm(pdfs, desc="Indexing (plain)", disable=quiet))
+        n_pages = sum(plain.index(f, f.stem) for f in tqdm(filings, desc="Indexing (plain)", disable=quiet))
         plain_ms = 1000 * (time.perf_counter() - t0) / n_pages
         base = _score(
             questions,

@@ -35,6 +35,9 @@ ABLATIONS: tuple[str, ...] = (
     "sections",
     "graph",
     "fallback",
+    "ranking_model",
+    "evidence_places",
+    "distinct_pages",
 )
 # Components whose top_k is the candidate count (what the ranker keeps before the window merges neighbours).
 CANDIDATE_COMPONENTS: tuple[str, ...] = ("router", "retriever", "ranker")
@@ -97,6 +100,12 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
         retriever["section_candidates"] = 0
         ranker = components["ranker"]["init_parameters"]
         ranker["fallback_weights"] = {**(ranker.get("fallback_weights") or {}), "section": 0.0}
+    if "evidence_places" in names:  # no candidates from the concepts' Items, the filing's headings, the whole filing
+        retriever.update(intent_item_candidates=0, heading_candidates=0, filing_flat_candidates=0)
+    if "ranking_model" in names:  # the hand-set fusion of the fallback's signals instead of the learned model
+        components["ranker"]["init_parameters"]["scoring_model"] = None
+    if "distinct_pages" in names and "window" in components:  # a passage may repeat pages already shown
+        components["window"]["init_parameters"]["distinct_pages"] = False
     if "flam" in names:  # every Item with chunks gets an equal share, whatever the question
         components["router"]["init_parameters"]["mode"] = "uniform"
     if "scope" in names:  # the filings of the nearest chunks, as flat RAG would pick them
@@ -148,12 +157,14 @@ def query_pipeline_dict(
 @dataclass
 class QueryResult:
     """What one question returns: passages (best first, with provenance in meta), the generated answer when the
-    pipeline generated one (``AnswerChecker``'s: ``meta["citations"]`` and ``meta["unsupported_numbers"]``), and
-    each stage's trace."""
+    pipeline generated one (``AnswerChecker``'s: ``meta["citations"]`` and ``meta["unsupported_numbers"]``), each
+    stage's trace, and the candidates the ranker chose from (its ``documents`` input, in input order; empty when
+    the pipeline has no ranker), so candidate generation can be judged apart from the ranking."""
 
     passages: list[Document]
     answer: Any = None
     trace: dict[str, Any] = field(default_factory=dict)
+    candidates: list[Document] = field(default_factory=list)
 
 
 class QueryRunner:
@@ -283,7 +294,20 @@ class QueryRunner:
             "rerank": result.get("ranker", {}).get("trace"),
             "fallback": result.get("fallback", {}).get("trace"),
         }
-        return QueryResult(passages=result["window"]["documents"], answer=answers[0] if answers else None, trace=trace)
+        return QueryResult(
+            passages=result["window"]["documents"],
+            answer=answers[0] if answers else None,
+            trace=trace,
+            candidates=self._ranker_input(result),
+        )
+
+    def _ranker_input(self, result: dict[str, Any]) -> list[Document]:
+        """The documents the ranker was given: the output of whichever component feeds ``ranker.documents``."""
+        for connection in self.data["connections"]:
+            if connection["receiver"] == "ranker.documents":
+                sender, _, socket = str(connection["sender"]).partition(".")
+                return list(result.get(sender, {}).get(socket) or [])
+        return []
 
     def close(self) -> None:
         """Release the store (an embedded store folder admits one client): ``Pipeline.close()`` calls every

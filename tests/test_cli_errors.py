@@ -357,3 +357,20 @@ def test_an_unreadable_alias_file_is_one_line(tmp_path, capsys):
     assert main(["ask", "What was revenue?", "--store", str(tmp_path / "none"), "--aliases", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {bad}: an alias file maps a company")
+
+
+def test_eval_without_a_filings_folder_is_one_line(tmp_path, capsys):
+    argv = ["eval", "financebench", "--questions", "q.jsonl", "--out", str(tmp_path / "o.json")]
+    assert main(argv) == 1
+    assert _err_lines(capsys) == [
+        "error: ValueError: name the folder(s) holding DOC_NAME.pdf / DOC_NAME.html with --filings DIR (or --pdfs DIR)"
+    ]
+
+
+def test_eval_reads_every_filings_and_pdfs_folder():
+    from haystack_fin.cli import _filing_dirs, build_parser
+
+    args = build_parser().parse_args(
+        ["eval", "financebench", "--questions", "q", "--out", "o", "--filings", "a", "--pdfs", "p", "--filings", "b"]
+    )
+    assert _filing_dirs(args) == ["p", "a", "b"]

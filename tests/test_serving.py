@@ -529,9 +529,7 @@ def test_ask_prints_and_carries_the_check(bestbuy_store, tmp_path, capsys, monke
     shutil.copytree(bestbuy_store, store)
     assert main(["ask", QUESTION, "--store", store, "--no-llm", "--json"]) == 0
     plain = json.loads(capsys.readouterr().out)
-    assert (
-        plain["answer"] is None and plain["citations"] is None and plain["generation"] == "skipped: --no-llm"
-    )
+    assert plain["answer"] is None and plain["citations"] is None and plain["generation"] == "skipped: --no-llm"
     with OllamaStub() as stub:
         monkeypatch.setenv("HAYSTACK_FIN_OLLAMA_URL", stub.url)
         assert main(["ask", QUESTION, "--store", store, "--json"]) == 0

@@ -9,15 +9,21 @@ from haystack.utils.filters import document_matches_filter
 
 from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.retrieval.bm25 import content_terms
 from haystack_fin.core.retrieval.candidates import (
     CandidatePool,
     FilingState,
     SearchSettings,
+    add_filing_flat_candidates,
+    add_heading_candidates,
+    add_intent_item_candidates,
     add_section_candidates,
     add_statement_candidates,
     add_tree_candidates,
+    intent_items,
     item_key,
     read_budgets,
+    record_positions,
 )
 from haystack_fin.core.retrieval.question_analysis import analysis_for
 from haystack_fin.core.retrieval.sections import question_sections, sections_in_query
@@ -150,6 +156,10 @@ class DualTreeRetriever(SharedStoreClient):
         lexicon_path: str | None = None,
         flat_candidates_per_item: int = 5,
         section_candidates: int = 8,
+        intent_item_candidates: int = 0,
+        heading_candidates: int = 0,
+        headings_per_question: int = 3,
+        filing_flat_candidates: int = 0,
     ) -> None:
         """
         :param document_store: the haystack-fin index (chunks, summary, question and filing nodes in one store).
@@ -176,6 +186,15 @@ class DualTreeRetriever(SharedStoreClient):
             closest to the question by cosine first, whichever Items the budgets name (0: off). A note or MD&A
             subsection is where an analyst reads the answer, and FLAM's Item-level routing cannot reach below the
             Item.
+        :param intent_item_candidates: per filing and Item that the question's concepts are typically reported in
+            (the lexicon's Item priors for the filing's form), also return up to this many of the Item's best flat
+            matches, whether or not FLAM gave the Item budget (0: off).
+        :param heading_candidates: per filing, also return up to this many chunks (closest to the question) under
+            each of the ``headings_per_question`` headings below the Item titles whose words match the question's
+            best by BM25 (0: off): the MD&A subsection or note an analyst would open, named in the filing's words.
+        :param headings_per_question: how many of a filing's best-matching headings ``heading_candidates`` reads.
+        :param filing_flat_candidates: per filing, also return up to this many of its best chunks by BM25 + dense
+            fusion over the whole filing, whatever the budgets (0: off).
         """
         for name, value in (
             ("beam_width", beam_width),
@@ -186,6 +205,13 @@ class DualTreeRetriever(SharedStoreClient):
             check_int(name, value)
         check_int("flat_candidates_per_item", flat_candidates_per_item, 0)
         check_int("section_candidates", section_candidates, 0)
+        for name, count in (
+            ("intent_item_candidates", intent_item_candidates),
+            ("heading_candidates", heading_candidates),
+            ("headings_per_question", headings_per_question),
+            ("filing_flat_candidates", filing_flat_candidates),
+        ):
+            check_int(name, count, 0)
         self.document_store = document_store
         self.beam_width = beam_width
         self.top_k = top_k
@@ -197,6 +223,10 @@ class DualTreeRetriever(SharedStoreClient):
         self.lexicon_path = lexicon_path
         self.flat_candidates_per_item = flat_candidates_per_item
         self.section_candidates = section_candidates
+        self.intent_item_candidates = intent_item_candidates
+        self.heading_candidates = heading_candidates
+        self.headings_per_question = headings_per_question
+        self.filing_flat_candidates = filing_flat_candidates
         self._lexicon: Lexicon | None = None
         self._store: Any = None
 
@@ -215,6 +245,10 @@ class DualTreeRetriever(SharedStoreClient):
             lexicon_path=self.lexicon_path,
             flat_candidates_per_item=self.flat_candidates_per_item,
             section_candidates=self.section_candidates,
+            intent_item_candidates=self.intent_item_candidates,
+            heading_candidates=self.heading_candidates,
+            headings_per_question=self.headings_per_question,
+            filing_flat_candidates=self.filing_flat_candidates,
         )
 
     @classmethod
@@ -224,7 +258,9 @@ class DualTreeRetriever(SharedStoreClient):
     def warm_up(self) -> None:
         """Bind the process-wide store instance (one embedded Qdrant client per folder) and load the lexicon;
         idempotent."""
-        if (self.statement_candidates or self.section_candidates) and self._lexicon is None:
+        if (
+            self.statement_candidates or self.section_candidates or self.intent_item_candidates
+        ) and self._lexicon is None:
             self._lexicon = Lexicon.load(self.lexicon_path)
         if self._store is not None:
             return
@@ -323,7 +359,25 @@ class DualTreeRetriever(SharedStoreClient):
             use_question_tree=self.use_question_tree,
             flat_candidates_per_item=self.flat_candidates_per_item,
             section_candidates=self.section_candidates,
+            intent_item_candidates=self.intent_item_candidates,
+            heading_candidates=self.heading_candidates,
+            headings_per_question=self.headings_per_question,
+            filing_flat_candidates=self.filing_flat_candidates,
         )
+
+    def _intent_items(self, query: str, analysed: Any) -> dict[str, list[str]]:
+        """Per form family, the Items the question's concepts are reported in: from the analysis, else read with
+        this retriever's lexicon."""
+        if not self.intent_item_candidates:
+            return {}
+        if analysed is not None:
+            clusters = list(analysed.clusters)
+        elif self._lexicon is not None:
+            lexicon = self._lexicon
+            clusters = [lexicon.cluster(cid) for cid in dict.fromkeys(m.cluster_id for m in lexicon.find_terms(query))]
+        else:
+            return {}
+        return intent_items(c.items for c in clusters)
 
     def _statements(self, query: str, analysed: Any) -> dict[str, float]:
         """The statements the question asks for: from the analysis, else read with this retriever's lexicon."""
@@ -369,10 +423,12 @@ class DualTreeRetriever(SharedStoreClient):
         :param top_k: overrides the init ``top_k``.
         :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its BM25 terms and the statements it names or
             implies are taken from it instead of being read from the question (with this retriever's lexicon).
-        :returns: ``documents``: candidates of all Items, best fused score first (at most
-            max(candidates_per_item, 3 * k) per Item, plus statement blocks); ``trace``: ``{"items": [per-Item mode,
-            nodes kept per level, leaves reached, candidate ids], "statements": {asked, added}, "cache": {hits,
-            loaded, stale}, "seconds": ...}``.
+        :returns: ``documents``: candidates of all Items (at most max(candidates_per_item, 3 * k) per Item from
+            the tree search, plus the other sources' chunks), the sources taking turns, each source's best first
+            (``candidates.CandidatePool.ranked``); ``trace``: ``{"items": [per-Item mode, nodes kept per level,
+            leaves reached, candidate ids], "statements": {asked, added}, "sections": ..., "cache": {hits, loaded,
+            stale}, "seconds": ...}`` plus ``intent_items``, ``headings`` and ``filing_flat`` when those sources are
+            on.
         """
         self.warm_up()
         start = time.perf_counter()
@@ -422,6 +478,35 @@ class DualTreeRetriever(SharedStoreClient):
             routed,
             allowed,
         )
+        terms = list(query_terms) if query_terms is not None else content_terms(query)
+        extra: dict[str, Any] = {}
+        if self.intent_item_candidates:
+            extra["intent_items"] = add_intent_item_candidates(
+                pool,
+                filings,
+                wanted,
+                query_embedding,
+                self._intent_items(query, analysed),
+                self.intent_item_candidates,
+                terms,
+                allowed,
+            )
+        if self.heading_candidates:
+            extra["headings"] = add_heading_candidates(
+                pool,
+                filings,
+                wanted,
+                query_embedding,
+                terms,
+                self.headings_per_question,
+                self.heading_candidates,
+                allowed,
+            )
+        if self.filing_flat_candidates:
+            extra["filing_flat"] = add_filing_flat_candidates(
+                pool, filings, wanted, query_embedding, terms, self.filing_flat_candidates, allowed
+            )
+        record_positions(pool, filings)
         documents = [self._document(cached[c.filing_id].chunks[c.chunk_id], c) for c in pool.ranked()]
         trace = schema.RetrieverTrace(
             items=item_traces,
@@ -430,6 +515,7 @@ class DualTreeRetriever(SharedStoreClient):
             cache=cache_trace,
             seconds=round(time.perf_counter() - start, 4),
         )
+        trace.update(extra)  # type: ignore[typeddict-item]
         return {"documents": documents, "trace": trace}
 
     @staticmethod

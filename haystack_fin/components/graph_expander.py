@@ -88,6 +88,7 @@ class GraphExpander(SharedStoreClient):
         min_score: float = 0.25,
         cache_size: int = 32,
         lexicon_path: str | None = None,
+        raise_budgets: bool = True,
     ) -> None:
         """
         :param document_store: the index holding the filings' chunks (any Haystack store; vectors are used when it
@@ -102,6 +103,8 @@ class GraphExpander(SharedStoreClient):
         :param cache_size: filings whose nodes and graphs are kept (LRU; the cache is shared by the components
             reading this store configuration and holds the largest ``cache_size`` they ask for).
         :param lexicon_path: lexicon JSON (metrics of chunks and question); default: the built-in lexicon.
+        :param raise_budgets: an added passage's ``budget_k`` is its Item's incoming budget plus the passages added
+            to that Item, so the ranker's per-Item cut has room for them; False: the Item's incoming budget.
         """
         check_int("max_added", max_added, 0)
         if max_hops not in (1, 2):
@@ -120,6 +123,7 @@ class GraphExpander(SharedStoreClient):
         self.min_score = min_score
         self.cache_size = cache_size
         self.lexicon_path = lexicon_path
+        self.raise_budgets = raise_budgets
         self._lexicon: Lexicon | None = None
         self._store: Any = None
 
@@ -135,6 +139,7 @@ class GraphExpander(SharedStoreClient):
             min_score=self.min_score,
             cache_size=self.cache_size,
             lexicon_path=self.lexicon_path,
+            raise_budgets=self.raise_budgets,
         )
 
     @classmethod
@@ -298,7 +303,8 @@ class GraphExpander(SharedStoreClient):
             expansions, trace = expand(
                 entry.graph,
                 intent,
-                [d.id for d in docs],
+                # best retrieval score first: the walk seeds from the top candidates whatever order they came in
+                [d.id for d in sorted(docs, key=lambda d: -(d.score or 0.0))],
                 filing_params,
                 q_vec.tolist() if q_vec is not None else None,
                 entry.vectors,
@@ -333,7 +339,7 @@ class GraphExpander(SharedStoreClient):
                     },
                     schema.RETRIEVAL: {"mode": "graph", "reason": exp.reason},
                     # The Item's budget, grown by what the graph adds to it, so the ranker's per-Item cut keeps room.
-                    schema.BUDGET_K: budgets.get(item, 0) + new_per_item[item],
+                    schema.BUDGET_K: budgets.get(item, 0) + (new_per_item[item] if self.raise_budgets else 0),
                 }
                 out_docs.append(
                     replace(

@@ -49,12 +49,21 @@ class PassageWindow(SharedStoreClient):
     ```
     """
 
-    def __init__(self, document_store: DocumentStore, radius: int = 5, max_words: int = 550, top_k: int | None = None):
+    def __init__(
+        self,
+        document_store: DocumentStore,
+        radius: int = 5,
+        max_words: int = 550,
+        top_k: int | None = None,
+        distinct_pages: bool = False,
+    ):
         """
         :param document_store: the index holding the chunks.
         :param radius: at most this many chunks on each side are considered.
         :param max_words: word budget of one passage (the hit alone may exceed it).
         :param top_k: passages to return (None = as many as there are distinct hits).
+        :param distinct_pages: a passage whose pages are all on pages of better passages waits until no other
+            passage adds a page (two chunks of one page otherwise take two of the k places with one page).
         """
         if radius < 0 or max_words < 1:
             raise ValueError(f"radius must be >= 0 and max_words >= 1, got {radius}, {max_words}")
@@ -62,6 +71,7 @@ class PassageWindow(SharedStoreClient):
         self.radius = radius
         self.max_words = max_words
         self.top_k = top_k
+        self.distinct_pages = distinct_pages
         self._store: Any = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +81,7 @@ class PassageWindow(SharedStoreClient):
             radius=self.radius,
             max_words=self.max_words,
             top_k=self.top_k,
+            distinct_pages=self.distinct_pages,
         )
 
     @classmethod
@@ -108,17 +119,8 @@ class PassageWindow(SharedStoreClient):
             docs = self._store.filter_documents({"field": "id", "operator": "in", "value": rest})
         return {**found, **{d.id: d for d in docs}}
 
-    @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
-        """
-        Expand ranked chunks into passages.
-
-        :param documents: ranked chunks, best first.
-        :param top_k: passages to return; None = the init value.
-        :returns: ``documents``: the passages, in the input order.
-        """
-        self.warm_up()
-        k = self.top_k if top_k is None else top_k
+    def _parts(self, documents: list[Document]) -> dict[str, WindowPart]:
+        """The hits and their neighbours (of the hits' indexing run) as window parts, by chunk id."""
         wanted = [nid for d in documents if chunk_index(d.id) is not None for nid in neighbour_ids(d.id, self.radius)]
         known = {d.id: d for d in documents}
         fetched = self._fetch([i for i in dict.fromkeys(wanted) if i not in known])
@@ -131,9 +133,34 @@ class PassageWindow(SharedStoreClient):
             if runs.get(d.meta.get(schema.FILING_ID)) in (None, d.meta.get(schema.INDEX_RUN))
             or d.meta.get(schema.INDEX_RUN) is None
         }
-        parts = {i: _part(d) for i, d in {**fetched, **known}.items()}
+        return {i: _part(d) for i, d in {**fetched, **known}.items()}
+
+    def windows(self, documents: list[Document]) -> list[list[tuple[str, list[int]]]]:
+        """Each document's own window, as ``run`` would build it with nothing shown before: (chunk id, pages) in
+        reading order. ``train-ranker`` records these to replay the windows of any ranking."""
+        self.warm_up()
+        parts = self._parts(documents)
+        return [
+            [(p.id, list(p.pages)) for p in build_window(_part(d), parts, self.radius, self.max_words)]
+            for d in documents
+        ]
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
+        """
+        Expand ranked chunks into passages.
+
+        :param documents: ranked chunks, best first.
+        :param top_k: passages to return; None = the init value.
+        :returns: ``documents``: the passages, in the input order.
+        """
+        self.warm_up()
+        k = self.top_k if top_k is None else top_k
+        parts = self._parts(documents)
         covered: set[str] = set()
+        shown: set[tuple[Any, int]] = set()
         out: list[Document] = []
+        waiting: list[Document] = []
         for doc in documents:
             if doc.id in covered:
                 continue
@@ -142,7 +169,14 @@ class PassageWindow(SharedStoreClient):
             pages = sorted({pg for p in window for pg in p.pages})
             meta = {**doc.meta, schema.PAGE_NUMBERS: pages, schema.WINDOW: [p.id for p in window]}
             meta[schema.CHUNK_TEXT] = doc.content
-            out.append(replace(doc, content=join_window(window), meta=meta))
+            passage = replace(doc, content=join_window(window), meta=meta)
+            page_keys = {(doc.meta.get(schema.FILING_ID), pg) for pg in pages}
+            if self.distinct_pages and page_keys and page_keys <= shown:
+                waiting.append(passage)
+                continue
+            shown |= page_keys
+            out.append(passage)
             if k is not None and len(out) >= k:
                 break
-        return {"documents": out}
+        out += waiting  # only when fewer than k passages added a page
+        return {"documents": out[:k] if k is not None else out}

@@ -1,6 +1,7 @@
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.utils import ComponentDevice
 
@@ -11,19 +12,26 @@ from haystack_fin.core import schema
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import resolve_model
 from haystack_fin.core.retrieval.bm25 import content_terms
+from haystack_fin.core.retrieval.candidates import candidate_source
 from haystack_fin.core.retrieval.companies import company_aliases
 from haystack_fin.core.retrieval.passage_scoring import (
     FallbackWeights,
     Passage,
     PassageScore,
+    cosines,
     names_segment,
     score_passages,
 )
-from haystack_fin.core.retrieval.question_analysis import analysis_for
-from haystack_fin.core.retrieval.sections import question_sections, sections_in_query
+from haystack_fin.core.retrieval.question_analysis import analysis_or_own
+from haystack_fin.core.retrieval.ranking_model import (
+    CandidateFacts,
+    LinearRankingModel,
+    QuestionFlags,
+    feature_matrix,
+)
+from haystack_fin.core.retrieval.sections import question_sections
 from haystack_fin.core.retrieval.two_stage_selection import BUDGET_K, RERANK, GroupKey, group_budgets, two_stage_select
 from haystack_fin.core.schema import Modality
-from haystack_fin.core.statements import statements_in_query
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +61,45 @@ def _table_labels(doc: Document) -> list[str]:
     return [label for label in labels if label]
 
 
+def candidate_facts(doc: Document) -> CandidateFacts:
+    """What the ranking model reads of a candidate's meta besides the fallback signals."""
+    meta = doc.meta
+    retrieval = meta.get(schema.RETRIEVAL)
+    source = candidate_source(retrieval)
+    graph = meta.get(schema.GRAPH) if isinstance(meta.get(schema.GRAPH), dict) else {}
+    budget = meta.get(BUDGET_K)
+    position = retrieval.get("position") if isinstance(retrieval, dict) else None
+    return CandidateFacts(
+        source=source,
+        retriever_score=float(doc.score or 0.0) if source in ("tree", "flat") else 0.0,
+        budget_k=budget if isinstance(budget, int) and not isinstance(budget, bool) else None,
+        item=None if meta.get(schema.ITEM) is None else str(meta[schema.ITEM]),
+        is_table=meta.get(schema.MODALITY) == Modality.TABLE.value,
+        is_image=meta.get(schema.MODALITY) == Modality.IMAGE.value,
+        position=float(position) if isinstance(position, int | float) else None,
+        entity_hit=float(graph.get("entity_hit") or 0.0),
+        graph_score=float(graph.get("score") or 0.0) if source == "graph" else 0.0,
+        n_words=len((doc.content or "").split()),
+    )
+
+
+@dataclass
+class CandidateScores:
+    """The fallback scorer's view of one question's candidates: the final scores (hand-set fusion or the ranking
+    model), each candidate's signals and ``ranking_model.FEATURES`` row, and what the question asked for."""
+
+    scores: list[float]
+    hand_scores: list[float]
+    signals: list[PassageScore]
+    features: np.ndarray
+    statements: dict[str, float]
+    sections: dict[str, str]
+    segment_question: bool
+    facts: list[CandidateFacts]
+    cosines: list[float | None]
+    flags: QuestionFlags
+
+
 def _company_phrases(docs: list[Document]) -> list[list[str]]:
     """The candidates' company names (with their aliases, e.g. "Best Buy" for "BEST BUY CO., INC.") and tickers
     as term sequences, to be cut out of the question's terms."""
@@ -71,6 +118,8 @@ class TwoStageRanker:
     ``stage1_top_k`` when set, else the ``budget_k`` meta the upstream router put on the group's passages, else
     ``ceil(top_k / number of groups)`` (see ``haystack_fin.core.retrieval.two_stage_selection.group_budgets``).
     Documents without ``filing_id``/``item`` form one group, so the ranker also works after any plain retriever.
+    ``per_item_cut=False`` skips stage 1 (the shipped YAML: with the ranking model's scores, comparable across Items,
+    the per-Item quota lost hits on held-out companies; docs/ranking.md).
 
     Scorer: with ``model`` set, any sentence-transformers cross-encoder (hub name or local path), run through
     Haystack's ``SentenceTransformersSimilarityRanker``; each (query, passage) pair is scored once and the same
@@ -80,7 +129,11 @@ class TwoStageRanker:
     over the candidate set, a table prior for questions that ask for a number, and a statement prior for blocks of the
     financial statement a question names or implies (``meta["statement"]``), fused into a score in [0, 1]. The
     candidates' company names and tickers (meta ``company``, ``ticker``) are left out of the question's terms:
-    they choose the filing, not the passage.
+    they choose the filing, not the passage. With ``scoring_model`` (the shipped YAML names the model fitted across
+    companies, ``haystack_fin/data/ranker_weights.json``), a logistic model over those signals and the candidates'
+    source, Item, modality, place in the filing and graph match replaces the hand-set fusion
+    (``haystack_fin.core.retrieval.ranking_model``; ``haystack-fin train-ranker`` refits it). The question is read
+    once: from ``analysis`` (a ``QueryAnalyzer``'s), else analysed here with ``lexicon_path``'s lexicon.
 
     Input documents are deduplicated by id and never mutated. Output documents are copies with ``score`` set and
     ``meta["rerank"] = {"stage1_score", "stage1_rank_in_item", "stage2_rank", "scorer"}`` (ranks 1-based; the
@@ -121,6 +174,8 @@ class TwoStageRanker:
         meta_fields_to_embed: list[str] | None = None,
         fallback_weights: dict[str, float] | None = None,
         lexicon_path: str | None = None,
+        scoring_model: str | None = None,
+        per_item_cut: bool = True,
     ) -> None:
         """
         :param model: a sentence-transformers cross-encoder, hub name or local path; ``None`` uses the fallback
@@ -137,9 +192,16 @@ class TwoStageRanker:
             (FilingSplitter's company/form/period and section-path line).
         :param fallback_weights: weights of the fallback scorer's signals, any of ``dense``, ``lexical``, ``table``,
             ``statement`` (defaults in ``haystack_fin.core.retrieval.passage_scoring.FallbackWeights``).
-        :param lexicon_path: lexicon JSON used to tell which financial statements a question is about (the
-            fallback's statement prior); default: the built-in lexicon. Used when ``run`` gets no ``analysis``; in
-            the shipped query YAML the ``QueryAnalyzer``'s lexicon is used.
+        :param lexicon_path: lexicon JSON with which the question is analysed when ``run`` gets no ``analysis``
+            (``question_analysis.analysis_or_own``); default: the built-in lexicon. In the shipped query YAML the
+            ``QueryAnalyzer``'s analysis (and lexicon) is used.
+        :param scoring_model: a ranking model JSON (``haystack_fin.core.retrieval.ranking_model``: a logistic model
+            over the fallback's signals and the candidates' source, Item, modality and position; ``haystack-fin
+            train-ranker`` fits one), as a path or the name of a file shipped in ``haystack_fin/data``. It replaces
+            the hand-set fusion of ``fallback_weights`` (whose zero weights still switch a signal off). None: the
+            hand-set fusion. Ignored with a cross-encoder ``model``.
+        :param per_item_cut: stage 1 keeps each (filing, Item) group's best ``k_i``; False: one cut across all
+            candidates (a score comparable across Items, such as the ranking model's, needs no per-Item quota).
         """
         if model is not None and not str(model).strip():
             raise ValueError("model must be a cross-encoder name or path, or None for the fallback scorer; got ''")
@@ -158,19 +220,22 @@ class TwoStageRanker:
         self.model_kwargs = model_kwargs
         self.meta_fields_to_embed = meta_fields_to_embed
         self.fallback_weights = fallback_weights
+        if scoring_model is not None and (not isinstance(scoring_model, str) or not scoring_model.strip()):
+            raise ValueError(f"scoring_model must be a ranking model JSON path or name, or None; got {scoring_model!r}")
         self.lexicon_path = lexicon_path
+        self.scoring_model = scoring_model
+        self.per_item_cut = per_item_cut
         self._weights = FallbackWeights.from_dict(fallback_weights)  # validates eagerly, no I/O
         self._cross_encoder: SentenceTransformersSimilarityRanker | None = None
         self._lexicon: Lexicon | None = None
+        self._ranking_model: LinearRankingModel | None = None
 
     def warm_up(self) -> None:
-        """Load the lexicon (fallback scorer) or the cross-encoder (``model`` set); idempotent (Pipeline calls it
-        on every run)."""
+        """Load the ranking model (fallback scorer with ``scoring_model``) or the cross-encoder (``model`` set);
+        idempotent (Pipeline calls it on every run). The lexicon is loaded on the first run without an analysis."""
         if self.model is None:
-            if self._lexicon is None and (
-                self._weights.statement > 0 or self._weights.section > 0 or self._weights.consolidated > 0
-            ):
-                self._lexicon = Lexicon.load(self.lexicon_path)
+            if self.scoring_model is not None and self._ranking_model is None:
+                self._ranking_model = LinearRankingModel.load(self.scoring_model)
             return
         if self._cross_encoder is not None:
             return
@@ -204,6 +269,8 @@ class TwoStageRanker:
             meta_fields_to_embed=self.meta_fields_to_embed,
             fallback_weights=self.fallback_weights,
             lexicon_path=self.lexicon_path,
+            scoring_model=self.scoring_model,
+            per_item_cut=self.per_item_cut,
         )
 
     @classmethod
@@ -220,6 +287,52 @@ class TwoStageRanker:
             table_labels=_table_labels(doc),
             statement=doc.meta.get(schema.STATEMENT),
             section_path=tuple(str(h) for h in doc.meta.get(schema.SECTION_PATH) or ()),
+        )
+
+    def score_candidates(
+        self,
+        query: str,
+        documents: list[Document],
+        query_embedding: list[float] | None = None,
+        analysis: dict[str, Any] | None = None,
+    ) -> CandidateScores:
+        """The fallback scorer on ``documents`` (deduplicated already): signals, hand-set fusion, the ranking model's
+        features and, with ``scoring_model``, its scores. ``train-ranker`` dumps the features from here, so what is
+        fitted is what runs."""
+        self.warm_up()
+        if analysis is None and self._lexicon is None:
+            self._lexicon = Lexicon.load(self.lexicon_path)
+        analysed = analysis_or_own(query, analysis, self._lexicon)
+        # A zero weight switches its signal off for the model too (the ablations rely on it).
+        statements = dict(analysed.statements) if self._weights.statement > 0 else {}
+        sections = question_sections(analysed.clusters) if self._weights.section > 0 else {}
+        segment_question = names_segment(c.category for c in analysed.clusters)
+        passages = [self._passage(d) for d in documents]
+        signals = score_passages(
+            query,
+            passages,
+            query_embedding,
+            self._weights,
+            statements,
+            _company_phrases(documents),
+            query_terms=analysed.content_terms,
+            wants_number=analysed.asks_for_number,
+            sections=sections,
+            segment_question=segment_question,
+        )
+        hand = [s.score for s in signals]
+        raw_cosines = (
+            cosines(query_embedding, [p.embedding for p in passages])
+            if query_embedding is not None and len(query_embedding)
+            else [None] * len(passages)
+        )
+        flags = QuestionFlags.of(query, analysed.asks_for_number)
+        facts = [candidate_facts(d) for d in documents]
+        features = feature_matrix(signals, facts, raw_cosines, flags)
+        model = self._ranking_model
+        scores = [float(v) for v in model.score(features)] if model is not None else hand
+        return CandidateScores(
+            scores, hand, signals, features, statements, sections, segment_question, facts, list(raw_cosines), flags
         )
 
     def _cross_encoder_scores(self, query: str, docs: list[Document]) -> list[float]:
@@ -269,57 +382,25 @@ class TwoStageRanker:
 
         fallback: list[PassageScore] | None = None
         if self.model is None:
-            self.warm_up()
-            analysed = analysis_for(query, analysis)
-            if analysed is not None:
-                # Without a statement weight the lexicon is never loaded and no statement is looked for.
-                statements = dict(analysed.statements) if self._weights.statement > 0 else {}
-                sections = question_sections(analysed.clusters) if self._weights.section > 0 else {}
-                segment_question = names_segment(c.category for c in analysed.clusters)
-            else:
-                statements = (
-                    statements_in_query(query, self._lexicon)
-                    if self._lexicon is not None and self._weights.statement > 0
-                    else {}
-                )
-                sections = (
-                    sections_in_query(query, self._lexicon)
-                    if self._lexicon is not None and self._weights.section > 0
-                    else {}
-                )
-                lexicon = self._lexicon
-                segment_question = (
-                    names_segment(lexicon.cluster(m.cluster_id).category for m in lexicon.find_terms(query))
-                    if lexicon is not None
-                    else True
-                )
-            passages = [self._passage(d) for d in unique]
-            fallback = score_passages(
-                query,
-                passages,
-                query_embedding,
-                self._weights,
-                statements,
-                _company_phrases(unique),
-                query_terms=analysed.content_terms if analysed is not None else None,
-                wants_number=analysed.asks_for_number if analysed is not None else None,
-                sections=sections,
-                segment_question=segment_question,
-            )
-            scores = [s.score for s in fallback]
+            scored = self.score_candidates(query, unique, query_embedding, analysis)
+            fallback = scored.signals
+            scores = scored.scores
             trace["fallback"] = {
                 "weights": self._weights.to_dict(),
+                "scoring_model": self.scoring_model,
                 "n_with_dense": sum(s.dense is not None for s in fallback),
                 "table_prior_used": any(s.table is not None for s in fallback),
-                "statements": statements,
-                "sections": sections,
-                "segment_question": segment_question,
+                "statements": scored.statements,
+                "sections": scored.sections,
+                "segment_question": scored.segment_question,
             }
         else:
             scores = self._cross_encoder_scores(query, unique)
 
         keys = [_group_key(d) for d in unique]
-        budgets = group_budgets(keys, k, [d.meta.get(BUDGET_K) for d in unique], self.stage1_top_k)
+        # Without the per-Item cut every group may keep all of its candidates: stage 2 alone decides.
+        stage1 = self.stage1_top_k if self.per_item_cut else len(unique)
+        budgets = group_budgets(keys, k, [d.meta.get(BUDGET_K) for d in unique], stage1)
         selection = two_stage_select(scores, keys, budgets, k)
 
         out: list[Document] = []

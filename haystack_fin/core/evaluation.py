@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
+CANDIDATE_NS: tuple[int, ...] = (20, 50, 100)  # candidate recall@N: the first N of the ranker's input
 MRR_CUTOFF = 10  # mrr looks at the top 10 only
 COVERAGE_NUM, COVERAGE_DEN = 3, 5  # a snippet is covered at >= 60% of its tokens (or bigrams)
 
@@ -206,6 +207,44 @@ def score_question(question: Question, passages: Sequence[Passage], ks: Iterable
     # After mrr, so the keys every earlier run wrote keep their order.
     for k in ks:
         scores[f"evidence_complete@{k}"] = at_k[k]["evidence_complete"]
+    return scores
+
+
+def score_candidates(
+    question: Question, candidates: Sequence[Passage], ns: Iterable[int] = CANDIDATE_NS
+) -> dict[str, float]:
+    """Candidate generation apart from the ranking: what the ranker was given to choose from, in its input order.
+
+    Keys: candidate_recall@N (a candidate among the first N covers a gold page of the question's filing; positions
+    count candidates of every filing, since they all take the ranker's slots), candidate_recall@all,
+    candidate_complete@N and @all (every role's or gold page's set covered, as evidence_complete), n_candidates.
+    A question without gold pages scores 0.
+    """
+    ns = sorted(set(ns))
+    if ns and ns[0] < 1:
+        raise ValueError(f"candidate cut-offs must be positive integers, got {ns}")
+    required = question.required_pages()
+    covered: set[int] = set()
+    first_hit: int | None = None
+    covered_at: dict[int, set[int]] = {}
+    for rank, passage in enumerate(candidates, start=1):
+        if passage.doc_name == question.doc_name:
+            found = question.gold_pages.intersection(passage.pages)
+            if found and first_hit is None:
+                first_hit = rank
+            covered |= found
+        for n in ns:
+            if rank == n:
+                covered_at[n] = set(covered)
+    scores: dict[str, float] = {}
+    for n in ns:
+        scores[f"candidate_recall@{n}"] = float(first_hit is not None and first_hit <= n)
+    scores["candidate_recall@all"] = float(first_hit is not None)
+    for n in ns:
+        pages = covered_at.get(n, covered)
+        scores[f"candidate_complete@{n}"] = float(bool(required) and all(not pages.isdisjoint(r) for r in required))
+    scores["candidate_complete@all"] = float(bool(required) and all(not covered.isdisjoint(r) for r in required))
+    scores["n_candidates"] = float(len(candidates))
     return scores
 
 

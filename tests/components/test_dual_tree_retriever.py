@@ -161,7 +161,11 @@ class TestDualTreeRetriever:
         ]  # fmt: skip
         assert top.embedding is not None and np.linalg.norm(top.embedding) == pytest.approx(1.0)
         assert np.argmax(top.embedding) == 5  # the chunk's own (normalized) vector, for the ranker's cosine
-        assert [d.score for d in docs] == sorted((d.score for d in docs), reverse=True)
+        # Tree candidates and flat matches take turns, each best first.
+        for from_trees in (True, False):
+            scores = [d.score for d in docs if bool(d.meta["retrieval"]["trees"]) is from_trees]
+            assert scores == sorted(scores, reverse=True)
+        assert bool(docs[0].meta["retrieval"]["trees"]) and not docs[1].meta["retrieval"]["trees"]
         assert [t["item"] for t in out["trace"]["items"]] == ["7", "7"]
         assert out["trace"]["items"][0]["visited"]["summary"][0]["scored"] == 1
         json.dumps(out["trace"])
@@ -255,6 +259,59 @@ class TestDualTreeRetriever:
         ]
         assert base["trace"]["sections"] == {}  # nothing routed, lexicon headings off: nothing added
 
+    def test_best_chunks_of_the_concepts_items_join_the_candidates(self, store):
+        # "major customers" is reported in a 10-K's Items 1, 1A and 8; the budgets name Item 7 only.
+        docs = store.filter_documents({"field": "meta.filing_id", "operator": "==", "value": ACME})
+        for d in docs:
+            d.meta["form"] = "10-K"
+        store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE)
+        budgets = [{"filing_id": ACME, "item": "7", "k": 2}]
+        question = "Who are the major customers?"
+        retriever = DualTreeRetriever(document_store=store, section_candidates=0, intent_item_candidates=2)
+        out = retriever.run(query=question, query_embedding=one_hot(4), budgets=budgets)
+        added = [d for d in out["documents"] if d.meta["retrieval"]["mode"] == "intent_item"]
+        # Item 1A's two best by BM25 + cosine: the chunk the question points at first (Items 1 and 8 have no chunks).
+        assert [d.id for d in added][:1] == [chunk_id(ACME, "1A", 4)] and len(added) == 2
+        assert all(d.meta["item"] == "1A" and d.score == 0.0 for d in added)
+        assert out["trace"]["intent_items"] == [{"filing_id": ACME, "item": "1A", "added": [d.id for d in added]}]
+        off = DualTreeRetriever(document_store=store, section_candidates=0).run(
+            query=question, query_embedding=one_hot(4), budgets=budgets
+        )
+        assert all(d.meta["item"] == "7" for d in off["documents"]) and "intent_items" not in off["trace"]
+
+    def test_chunks_under_the_filings_best_matching_headings_join_the_candidates(self, store):
+        docs = store.filter_documents({"field": "meta.filing_id", "operator": "==", "value": ACME})
+        headings = {chunk_id(ACME, "1A", j): "Warranty Reserves" for j in (2, 13)}
+        headings[chunk_id(ACME, "1A", 6)] = "Inventory Valuation"
+        for d in docs:
+            if d.meta["node_type"] == "chunk":
+                d.meta["section_path"] = [f"Item {d.meta['item']}.", headings.get(d.id, "General")]
+        store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE)
+        budgets = [{"filing_id": ACME, "item": "7", "k": 1}]
+        retriever = DualTreeRetriever(
+            document_store=store, section_candidates=0, heading_candidates=1, headings_per_question=1
+        )
+        out = retriever.run(query="How did warranty reserves change?", query_embedding=one_hot(13), budgets=budgets)
+        added = [d for d in out["documents"] if d.meta["retrieval"]["mode"] == "heading"]
+        # The one heading sharing the question's words; under it, the chunk closest to the question.
+        assert [d.id for d in added] == [chunk_id(ACME, "1A", 13)]
+        assert added[0].meta["retrieval"]["section"] == "Warranty Reserves"
+        assert out["trace"]["headings"][0]["heading"] == "Warranty Reserves"
+
+    def test_best_chunks_of_the_whole_filing_join_the_candidates(self, store):
+        budgets = [{"filing_id": ACME, "item": "7", "k": 1}]
+        retriever = DualTreeRetriever(
+            document_store=store, section_candidates=0, filing_flat_candidates=2, flat_candidates_per_item=0
+        )
+        out = retriever.run(query="pension", query_embedding=one_hot(5), budgets=budgets)
+        added = [d for d in out["documents"] if d.meta["retrieval"]["mode"] == "filing_flat"]
+        assert chunk_id(ACME, "1A", 5) in {d.id for d in added} and len(added) == 2
+        assert out["trace"]["filing_flat"] == [d.id for d in added]
+        # Every candidate knows its place in the filing (chunk ids sort in filing order).
+        positions = {d.id: d.meta["retrieval"]["position"] for d in out["documents"]}
+        assert all(0.0 <= v <= 1.0 for v in positions.values())
+        assert positions[chunk_id(ACME, "1A", 5)] < positions[chunk_id(ACME, "7", 0)]
+
     def test_input_documents_not_mutated(self, store):
         before = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "7", 5)})[0]
         DualTreeRetriever(document_store=store).run(
@@ -327,9 +384,8 @@ class TestDualTreeRetriever:
         assert chunk_id(ACME, "7", 5) in by_id and by_id[chunk_id(ACME, "7", 5)].meta["retrieval"]["trees"]
         flat = by_id[chunk_id(ACME, "7", 14)]
         assert flat.meta["retrieval"]["trees"] == []
-        assert [d.id for d in out["documents"]][-2:] == [
-            d.id for d in out["documents"] if not d.meta["retrieval"]["trees"]
-        ]
+        # Turns: the trees' best, then the best flat match the beam pruned.
+        assert [d.id for d in out["documents"]][:2] == [chunk_id(ACME, "7", 5), chunk_id(ACME, "7", 14)]
 
     def test_cache_hit_on_second_query(self, store):
         calls = count_filter_calls(store)

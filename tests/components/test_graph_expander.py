@@ -132,3 +132,20 @@ def test_graph_from_stored_meta_or_from_text_expands_the_same() -> None:
         expander.clear_cache()
     assert results["meta"] == results["text"]
     assert results["meta"][1]
+
+
+def test_raise_budgets_switch() -> None:
+    """An added passage raises its Item's budget by what the graph added there, or keeps the incoming one."""
+    store = _store()
+    start = store.filter_documents({"field": "meta.chunk_index", "operator": "==", "value": 2})
+    start = [Document(id=d.id, content=d.content, meta={**d.meta, schema.BUDGET_K: 2}) for d in start]
+    question = "Why did the effective tax rate decrease in 2015?"
+    raised = GraphExpander(document_store=store, max_added=3).run(query=question, documents=start)["documents"][1:]
+    kept = GraphExpander(document_store=store, max_added=3, raise_budgets=False).run(query=question, documents=start)
+    assert raised and [d.id for d in raised] == [d.id for d in kept["documents"][1:]]
+    item = start[0].meta.get(schema.ITEM)
+    same_item = [d for d in raised if d.meta.get(schema.ITEM) == item]
+    assert same_item and all(d.meta[schema.BUDGET_K] > 2 for d in same_item)
+    assert all(d.meta[schema.BUDGET_K] in (0, 2) for d in kept["documents"][1:])
+    restored = GraphExpander.from_dict(GraphExpander(document_store=store, raise_budgets=False).to_dict())
+    assert restored.raise_budgets is False

@@ -3,6 +3,7 @@
 import inspect
 from pathlib import Path
 
+import numpy as np
 import pytest
 from haystack import Document, Pipeline
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
@@ -73,6 +74,33 @@ class TestTwoStageRanker:
         assert out["documents"][0].meta["rerank"]["signals"]["statement"] == 1.0
         flat = TwoStageRanker(top_k=2, fallback_weights={"statement": 0.0}).run(query=q, documents=docs)
         assert flat["documents"][0].score == pytest.approx(flat["documents"][1].score)
+
+    def test_scoring_model_replaces_the_hand_set_fusion(self, tmp_path: Path) -> None:
+        import json
+
+        rows = "| Total current liabilities | 5,466 | 4,586 |"
+        docs = [
+            Document(id="bs", content=rows, meta={"modality": "table", "item": "8", "statement": "balance_sheet"}),
+            Document(id="text", content="Total current liabilities rose.", meta={"modality": "text", "item": "7"}),
+        ]
+        q = "What is Netflix's year end FY2017 total current liabilities? Use the balance sheet."
+        assert TwoStageRanker(top_k=2).run(query=q, documents=docs)["documents"][0].id == "bs"
+        # A model that prefers text passages and MD&A turns the order round; its score is a probability.
+        model = {"version": 1, "kind": "logistic", "features": ["table", "item_mdna"], "coefficients": [-2.0, 1.0]}
+        path = tmp_path / "model.json"
+        path.write_text(json.dumps(model))
+        ranker = TwoStageRanker(top_k=2, scoring_model=str(path))
+        out = ranker.run(query=q, documents=docs)
+        assert [d.id for d in out["documents"]] == ["text", "bs"]
+        assert out["documents"][0].score == pytest.approx(1 / (1 + np.exp(-1.0)))
+        assert out["trace"]["fallback"]["scoring_model"] == str(path)
+        assert TwoStageRanker.from_dict(ranker.to_dict()).scoring_model == str(path)
+        scored = ranker.score_candidates(q, docs)
+        assert scored.features.shape[0] == 2 and scored.hand_scores[0] > scored.hand_scores[1]
+        with pytest.raises(FileNotFoundError, match="no-such-model"):
+            TwoStageRanker(scoring_model=str(tmp_path / "no-such-model.json")).warm_up()
+        with pytest.raises(ValueError, match="scoring_model"):
+            TwoStageRanker(scoring_model=" ")
 
     def test_to_dict(self) -> None:
         ranker = TwoStageRanker(
@@ -265,9 +293,8 @@ class TestTwoStageRankerCrossEncoder:
     ],
 )
 def test_same_ranking_with_the_query_analyzers_analysis(monkeypatch, weights, question):
-    from haystack_fin.components import two_stage_ranker
     from haystack_fin.components.query_analyzer import QueryAnalyzer
-    from haystack_fin.core.retrieval import passage_scoring
+    from haystack_fin.core.retrieval import passage_scoring, question_analysis
 
     rows = "| Total current liabilities | 5,466 | 4,586 |"
     docs = [
@@ -288,6 +315,6 @@ def test_same_ranking_with_the_query_analyzers_analysis(monkeypatch, weights, qu
     def not_again(*_args):
         raise AssertionError("the question was analysed again")
 
-    monkeypatch.setattr(two_stage_ranker, "statements_in_query", not_again)
+    monkeypatch.setattr(question_analysis, "analyze_question", not_again)
     monkeypatch.setattr(passage_scoring, "asks_for_number", not_again)
     assert run(analysis=analysis) == alone

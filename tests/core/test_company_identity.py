@@ -1,5 +1,5 @@
 """Company identity as data: registrant identity read from filings, aliases by general rules, the reference table,
-and a scope that resolves names, tickers, initialisms, abbreviations, renames and typos (issue 26).
+and a scope that resolves names, tickers, initialisms, abbreviations, renames and typos.
 
 Company names, tickers and CIKs are real (SEC's company list); the questions are our own.
 """

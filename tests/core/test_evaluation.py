@@ -353,3 +353,16 @@ def test_aggregate_by_evidence_pages() -> None:
     assert result["overall"] == {"evidence_complete@5": 0.5}
     only_one = aggregate({"one": per_question["one"]}, questions)
     assert only_one["by_evidence_pages"] == {"1": {"evidence_complete@5": 1.0}, "2+": {}}
+
+
+def test_score_candidates_counts_positions_of_every_filing_and_roles() -> None:
+    from haystack_fin.core.evaluation import Passage, Question, score_candidates
+
+    q = Question("q", "F", "t", "?", {3, 8, 9}, [], {"revenue": {3}, "capex": {8, 9}})
+    other = [Passage("OTHER", [3], "") for _ in range(4)]  # another filing's page 3 takes slots, never counts
+    cands = [*other, Passage("F", [3], ""), Passage("F", [1], ""), Passage("F", [9], "")]
+    s = score_candidates(q, cands, (4, 5, 6))
+    assert s["candidate_recall@4"] == 0.0 and s["candidate_recall@5"] == 1.0
+    assert s["candidate_complete@6"] == 0.0 and s["candidate_complete@all"] == 1.0  # capex's page 9 is 7th
+    assert s["n_candidates"] == 7.0
+    assert score_candidates(Question("e", "F", "t", "?"), cands)["candidate_recall@all"] == 0.0

@@ -9,7 +9,16 @@ Four sources, each with its reason in the candidate's ``retrieval`` record:
 - **sections**: the chunks under the headings the question's concepts are reported under ("Income Taxes",
   "Liquidity and Capital Resources"), closest to the question first, since FLAM's Item routing cannot reach below the
   Item;
-- **routed sections**: the chunks under a section FLAM routed to (a budget entry's ``sections``).
+- **routed sections**: the chunks under a section FLAM routed to (a budget entry's ``sections``);
+- **intent Items**: the best chunks of each Item the question's concepts are typically reported in (the lexicon's
+  Item priors for the filing's form: Item 1 for "primary customers", MD&A and the statements for a margin), whether
+  or not FLAM's budgets reached them, since FLAM weighs Items by term counts and a concept's home Item may not win;
+- **headings**: the chunks under the filing's own headings that share the question's words best (BM25 over the
+  headings below the Item titles: an MD&A subsection "Gross Margin", a note "Acquisitions"), closest to the
+  question first; the lexicon's heading titles cover the concepts it knows, this covers the others;
+- **filing-wide flat**: the best BM25 + dense matches of the whole filing (FLAM's budgets aside).
+
+Every candidate records its place in the filing (``retrieval["position"]``, 0 = first chunk, 1 = last).
 
 A chunk is a candidate once; the tree search keeps its best score, the other sources add only chunks not yet
 there, with score 0 (the ranker scores them). The module knows chunks by id, meta and vector only, so it runs without
@@ -25,6 +34,8 @@ from typing import Any
 import numpy as np
 
 from haystack_fin.core import schema
+from haystack_fin.core.retrieval.filing_profile import form_family
+from haystack_fin.core.retrieval.bm25 import LuceneBM25, content_terms
 from haystack_fin.core.retrieval.sections import SectionIndex, normalize_heading
 from haystack_fin.core.retrieval.tree_search import (
     IndexNode,
@@ -33,7 +44,9 @@ from haystack_fin.core.retrieval.tree_search import (
     beam_search,
     build_item_trees,
     flat_search,
+    fuse_rankings,
     n_candidates_for,
+    unit_query,
 )
 
 # (filing_id, Item or None for every Item of the filing) -> the budget k.
@@ -48,6 +61,53 @@ def item_key(value: Any) -> str:
 
 
 @dataclass
+class _FlatIndex:
+    """A filing's chunks across Items: ids, BM25 corpus and unit vectors (rows aligned)."""
+
+    chunk_ids: list[str]
+    bm25: LuceneBM25 | None
+    vectors: np.ndarray | None
+
+    @classmethod
+    def build(cls, filing: FilingState) -> _FlatIndex:
+        ids: list[str] = []
+        texts: list[str] = []
+        rows: list[np.ndarray] = []
+        for tree in filing.trees.values():
+            ids.extend(tree.leaf_ids)
+            texts.extend(tree.leaf_texts)
+            rows.append(tree.leaf_embeddings)
+        corpus = [content_terms(t) for t in texts]
+        bm25 = LuceneBM25(corpus) if any(corpus) else None
+        dims = {r.shape[1] for r in rows if r.size}
+        vectors = np.vstack([r for r in rows if r.size]) if len(dims) == 1 else None
+        return cls(ids, bm25, vectors)
+
+
+@dataclass
+class _HeadingIndex:
+    """A filing's distinct headings below the Item titles, as BM25 documents, with the chunks under each."""
+
+    headings: list[str]
+    chunk_ids: list[list[str]]
+    bm25: LuceneBM25 | None
+
+    @classmethod
+    def build(cls, filing: FilingState) -> _HeadingIndex:
+        under: dict[str, list[str]] = {}
+        for chunk_id in sorted(filing.chunk_meta):
+            path = filing.chunk_meta[chunk_id].get(schema.SECTION_PATH) or ()
+            for heading in list(path)[1:]:  # the Item's own title is FLAM's business
+                text = " ".join(str(heading).split())
+                if text:
+                    under.setdefault(text, []).append(chunk_id)
+        headings = list(under)
+        corpus = [content_terms(normalize_heading(h)) for h in headings]
+        bm25 = LuceneBM25(corpus) if any(corpus) else None
+        return cls(headings, [under[h] for h in headings], bm25)
+
+
+@dataclass
 class FilingState:
     """One filing's searchable state: its Item trees (chunk vectors as numpy rows) and each chunk's meta."""
 
@@ -57,6 +117,28 @@ class FilingState:
     chunk_meta: dict[str, Mapping[str, Any]]
     statement_ids: dict[str, list[str]]  # statement kind -> ids of its blocks, in filing order
     sections: SectionIndex  # chunk ids by the headings above them
+    positions: dict[str, float] = field(default_factory=dict)  # chunk id -> place in the filing, 0..1
+    _flat: _FlatIndex | None = None
+    _headings: _HeadingIndex | None = None
+
+    @property
+    def form(self) -> str:
+        """The filing's form family ("10-K", "10-Q", "8-K"; "" for earnings releases and forms without Items)."""
+        for meta in self.chunk_meta.values():
+            return form_family(str(meta.get(schema.FORM) or ""))
+        return ""
+
+    def flat_index(self) -> _FlatIndex:
+        """Every chunk of the filing as one BM25 corpus and one vector matrix (built on first use)."""
+        if self._flat is None:
+            self._flat = _FlatIndex.build(self)
+        return self._flat
+
+    def heading_index(self) -> _HeadingIndex:
+        """The filing's headings below the Item titles as a BM25 corpus (built on first use)."""
+        if self._headings is None:
+            self._headings = _HeadingIndex.build(self)
+        return self._headings
 
     @classmethod
     def build(
@@ -72,9 +154,12 @@ class FilingState:
             if meta.get(schema.STATEMENT):
                 statement_ids.setdefault(str(meta[schema.STATEMENT]), []).append(chunk_id)
         # Chunk ids sort in filing order (zero-padded chunk numbers), which makes the heading order deterministic.
-        sections = SectionIndex((cid, chunk_meta[cid].get(schema.SECTION_PATH) or ()) for cid in sorted(chunk_meta))
+        ordered = sorted(chunk_meta)
+        sections = SectionIndex((cid, chunk_meta[cid].get(schema.SECTION_PATH) or ()) for cid in ordered)
+        last = max(len(ordered) - 1, 1)
+        positions = {cid: i / last for i, cid in enumerate(ordered)}
         trees = build_item_trees(filing_id, nodes)
-        return cls(filing_id, index_run, trees, dict(chunk_meta), statement_ids, sections)
+        return cls(filing_id, index_run, trees, dict(chunk_meta), statement_ids, sections, positions)
 
     def vector(self, chunk_id: str) -> np.ndarray | None:
         """The chunk's unit vector from its Item tree (None when the chunk is in no tree)."""
@@ -93,6 +178,31 @@ class SearchSettings:
     use_question_tree: bool = True
     flat_candidates_per_item: int = 5
     section_candidates: int = 8
+    intent_item_candidates: int = 0
+    heading_candidates: int = 0
+    headings_per_question: int = 3
+    filing_flat_candidates: int = 0
+
+
+# The candidate sources as the ranker knows them, in the order ``CandidatePool.ranked`` takes turns.
+SOURCE_ORDER: tuple[str, ...] = ("tree", "statement", "section", "routed", "intent_item", "heading", "flat", "graph")
+
+
+def candidate_source(retrieval: Any) -> str:
+    """The source a retriever or graph recorded in a candidate's ``retrieval``: the tree search reached it ("tree"),
+    a flat match the trees missed or a filing-wide one ("flat"), a statement block, a chunk under the question's
+    headings ("section") or under a section FLAM routed to ("routed"), an Item the question's concepts name
+    ("intent_item"), a filing heading that matches the question ("heading"), or the graph."""
+    if not isinstance(retrieval, Mapping):
+        return "tree"
+    mode = str(retrieval.get("mode") or "")
+    if mode == "section":
+        return "routed" if "flam_score" in retrieval else "section"
+    if mode in ("statement", "graph", "heading", "intent_item"):
+        return mode
+    if mode in ("flat", "filing_flat") or not retrieval.get("trees"):
+        return "flat"
+    return "tree"
 
 
 @dataclass
@@ -123,7 +233,20 @@ class CandidatePool:
             self.by_id[candidate.chunk_id] = candidate
 
     def ranked(self) -> list[Candidate]:
-        return sorted(self.by_id.values(), key=lambda c: -c.score)
+        """The candidates in turns across their sources (``SOURCE_ORDER``), each source's best first (the tree
+        search's and flat matches' by score, the others in the order they were added), so that any first N hold
+        the best of every evidence place; the ranker scores them all either way."""
+        queues: dict[str, list[Candidate]] = {source: [] for source in SOURCE_ORDER}
+        for candidate in self.by_id.values():
+            queues.setdefault(candidate_source(candidate.retrieval), []).append(candidate)
+        for source in ("tree", "flat"):
+            queues[source].sort(key=lambda c: -c.score)  # stable: ties keep the order they were added in
+        out: list[Candidate] = []
+        depth = 0
+        while len(out) < len(self.by_id):
+            out.extend(queue[depth] for queue in queues.values() if depth < len(queue))
+            depth += 1
+        return out
 
 
 @dataclass(frozen=True)
@@ -350,3 +473,163 @@ def add_section_candidates(
     if routed_trace:
         trace["routed"] = routed_trace
     return trace
+
+
+def _fused_top(
+    bm25: np.ndarray, dense: np.ndarray | None, ids: Sequence[str], n: int, skip: Iterable[str] = ()
+) -> list[tuple[str, float, float, float | None]]:
+    """The ``n`` best (id, fused, bm25, cosine) by reciprocal-rank fusion of BM25 and cosine, ``skip`` left out."""
+    if n < 1 or not len(ids):
+        return []
+    fused = fuse_rankings(bm25, dense)
+    order = np.lexsort((np.arange(len(ids)), -fused))
+    skipped = set(skip)
+    out: list[tuple[str, float, float, float | None]] = []
+    for i in order:
+        if ids[i] in skipped:
+            continue
+        out.append((ids[i], float(fused[i]), float(bm25[i]), None if dense is None else float(dense[i])))
+        if len(out) >= n:
+            break
+    return out
+
+
+def add_intent_item_candidates(
+    pool: CandidatePool,
+    filings: Mapping[str, FilingState],
+    wanted: Wanted,
+    query_embedding: Sequence[float],
+    item_priors: Mapping[str, Sequence[str]],
+    per_item: int,
+    query_terms: Sequence[str],
+    allowed: Mapping[str, set[str]] | None = None,
+) -> list[dict[str, Any]]:
+    """Add, per filing, the ``per_item`` best flat matches of each Item its form's concepts name
+    (``item_priors``: form family -> Items, most typical first; "" for filings without Items is skipped), whether
+    or not the budgets searched that Item. Returns one trace entry per (filing, Item) with what it added."""
+    if per_item < 1 or not item_priors:
+        return []
+    query_unit = unit_query(query_embedding)
+    traces: list[dict[str, Any]] = []
+    for fid, filing in filings.items():
+        items = item_priors.get(filing.form) or ()
+        admitted = allowed.get(fid) if allowed is not None else None
+        for item in items:
+            tree = filing.trees.get(item)
+            if tree is None:
+                continue
+            rows = [r for r, cid in enumerate(tree.leaf_ids) if admitted is None or cid in admitted]
+            if not rows:
+                continue
+            bm25 = tree.leaf_bm25(query_terms, rows)
+            dense = tree.leaf_cosines(query_unit)[rows].astype(np.float64) if query_unit is not None else None
+            ids = [tree.leaf_ids[r] for r in rows]
+            added = []
+            for chunk_id, fused, lexical, cosine in _fused_top(bm25, dense, ids, per_item, skip=pool.by_id):
+                retrieval = {"mode": "intent_item", "item": item, "bm25": lexical, "dense": cosine, "fused": fused}
+                budget = _budget_of(wanted, fid, filing.chunk_meta[chunk_id], per_item)
+                vector = _unit_or_none(tree.leaf_embeddings[tree.leaf_index[chunk_id]])
+                pool.offer(Candidate(chunk_id, fid, 0.0, vector, retrieval, budget))
+                added.append(chunk_id)
+            traces.append({"filing_id": fid, "item": item, "added": added})
+    return traces
+
+
+def add_heading_candidates(
+    pool: CandidatePool,
+    filings: Mapping[str, FilingState],
+    wanted: Wanted,
+    query_embedding: Sequence[float],
+    query_terms: Sequence[str],
+    n_headings: int,
+    per_heading: int,
+    allowed: Mapping[str, set[str]] | None = None,
+) -> list[dict[str, Any]]:
+    """Add, per filing, the ``per_heading`` chunks closest to the question under each of the ``n_headings``
+    headings (below the Item titles) whose words match the question's terms best by BM25."""
+    if n_headings < 1 or per_heading < 1 or not query_terms:
+        return []
+    query = unit_query(query_embedding)
+    traces: list[dict[str, Any]] = []
+    for fid, filing in filings.items():
+        index = filing.heading_index()
+        if index.bm25 is None:
+            continue
+        scores = index.bm25.scores(query_terms)
+        admitted = allowed.get(fid) if allowed is not None else None
+        order = [int(i) for i in np.lexsort((np.arange(len(scores)), -scores)) if scores[i] > 0][:n_headings]
+        for i in order:
+            rows = (
+                _closest(pool, filing, index.chunk_ids[i], query, admitted)
+                if query is not None
+                else [(0.0, cid, filing.vector(cid)) for cid in index.chunk_ids[i] if cid not in pool]
+            )
+            added = []
+            for cosine, chunk_id, vector in rows[:per_heading]:
+                retrieval = {
+                    "mode": "heading",
+                    "section": index.headings[i],
+                    "heading_bm25": float(scores[i]),
+                    "dense": cosine,
+                }
+                budget = _budget_of(wanted, fid, filing.chunk_meta[chunk_id], per_heading)
+                pool.offer(Candidate(chunk_id, fid, 0.0, _unit_or_none(vector), retrieval, budget))
+                added.append(chunk_id)
+            traces.append({"filing_id": fid, "heading": index.headings[i], "score": float(scores[i]), "added": added})
+    return traces
+
+
+def add_filing_flat_candidates(
+    pool: CandidatePool,
+    filings: Mapping[str, FilingState],
+    wanted: Wanted,
+    query_embedding: Sequence[float],
+    query_terms: Sequence[str],
+    n: int,
+    allowed: Mapping[str, set[str]] | None = None,
+) -> list[str]:
+    """Add, per filing, its ``n`` best chunks by fused BM25 + cosine over the whole filing, whatever the budgets."""
+    if n < 1:
+        return []
+    query_unit = unit_query(query_embedding)
+    added: list[str] = []
+    for fid, filing in filings.items():
+        index = filing.flat_index()
+        if not index.chunk_ids:
+            continue
+        admitted = allowed.get(fid) if allowed is not None else None
+        bm25 = index.bm25.scores(query_terms) if index.bm25 is not None else np.zeros(len(index.chunk_ids))
+        dense = (
+            (index.vectors @ query_unit).astype(np.float64)
+            if index.vectors is not None and query_unit is not None and index.vectors.shape[1] == len(query_unit)
+            else None
+        )
+        skip = set(pool.by_id)
+        if admitted is not None:
+            skip |= {cid for cid in index.chunk_ids if cid not in admitted}
+        for chunk_id, fused, lexical, cosine in _fused_top(bm25, dense, index.chunk_ids, n, skip=skip):
+            retrieval = {"mode": "filing_flat", "bm25": lexical, "dense": cosine, "fused": fused}
+            budget = _budget_of(wanted, fid, filing.chunk_meta[chunk_id], n)
+            pool.offer(Candidate(chunk_id, fid, 0.0, _unit_or_none(filing.vector(chunk_id)), retrieval, budget))
+            added.append(chunk_id)
+    return added
+
+
+def intent_items(cluster_items: Iterable[Mapping[str, Sequence[str]]]) -> dict[str, list[str]]:
+    """Per form family, the Items the question's concepts are reported in (each cluster's ``items`` prior), the
+    first cluster's first; the cover page is left to the headings and statements."""
+    out: dict[str, list[str]] = {}
+    for items in cluster_items:
+        for form, codes in items.items():
+            listed = out.setdefault(form, [])
+            listed.extend(c for c in codes if c not in listed and c != "cover")
+    return out
+
+
+def record_positions(pool: CandidatePool, filings: Mapping[str, FilingState]) -> None:
+    """Write each candidate's place in its filing into its ``retrieval`` record."""
+    for candidate in pool.by_id.values():
+        filing = filings.get(candidate.filing_id)
+        position = filing.positions.get(candidate.chunk_id) if filing is not None else None
+        if position is not None:
+            candidate.retrieval["position"] = round(position, 4)

@@ -167,6 +167,20 @@ def analysis_for(query: str, analysis: Mapping[str, Any] | None) -> QuestionAnal
     return parsed
 
 
+def analysis_or_own(query: str, analysis: Mapping[str, Any] | None, lexicon: Lexicon | None) -> QuestionAnalysis:
+    """The analysis a component received with ``query`` (``analysis_for``), else its own analysis of ``query`` with
+    ``lexicon``: the one way a query stage reads a question, in a pipeline or alone.
+
+    :raises ValueError: when neither an analysis nor a lexicon is given.
+    """
+    received = analysis_for(query, analysis)
+    if received is not None:
+        return received
+    if lexicon is None:
+        raise ValueError("no question analysis given and no lexicon to analyse the question with")
+    return analyze_question(query, lexicon)
+
+
 # --- QuestionScope <-> JSON (lossless: QuestionScope.to_dict is an explanation and drops the spans) --------------
 
 

@@ -1,0 +1,177 @@
+"""Company-grouped cross-validation of the ranker's scoring and of the retrieval switches, on feature dumps.
+
+A dump (``haystack-fin train-ranker --dump``) holds, per labelled question, every candidate the ranker was given with
+its features. This script replays the pipeline's last steps on them (``core.retrieval.ranking_replay``) and reports
+page_hit@5, evidence_complete@5 (questions needing 2+ roles) and MRR with whole companies held out:
+
+- per configuration (a set of dumps made with one pipeline configuration: summary tree on or off, the candidate
+  sources, ...): the learned model fitted on the other companies against the hand-set weights, in the same folds;
+- the learned model with one signal's weight put back to its hand-set value (a hand-set weight stays only where that
+  beats the learned one in the same folds);
+- the replay switches (one page at most once, the graph's budget raise, the per-Item cut) under the learned model;
+- pointwise against pairwise fitting and the regularization strength.
+
+    python benchmarks/ranking_cv.py --config base=dev.jsonl.gz,analyst.jsonl.gz,more.jsonl.gz \\
+        --config no_summary=... --out benchmarks/results/ranking/cv.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from haystack_fin.core.retrieval.passage_scoring import FallbackWeights
+from haystack_fin.core.retrieval.ranking_model import FEATURES
+from haystack_fin.core.retrieval.ranking_replay import ReplayRecord, ReplaySettings, cross_validate, read_dump
+from haystack_fin.ranker_training import fit_model
+
+# The hand-set fusion's signals (besides dense) and the feature that carries each.
+HAND_SIGNALS = {
+    "lexical": "lexical",
+    "table": "table_prior",
+    "statement": "statement_prior",
+    "section": "section_prior",
+    "consolidated": "consolidated",
+}
+
+
+def load(spec: str) -> tuple[str, list[ReplayRecord]]:
+    name, _, files = spec.partition("=")
+    return name, [r for f in files.split(",") if f for r in read_dump(f)]
+
+
+Fit = Callable[[Sequence[ReplayRecord]], Callable[[ReplayRecord], np.ndarray]]
+
+
+def learned_fit(c: float, fit: str, features: Sequence[str] = FEATURES) -> Fit:
+    def fitted(train: Sequence[ReplayRecord]) -> Callable[[ReplayRecord], np.ndarray]:
+        model = fit_model(train, c, fit=fit, features=features)
+        return lambda r: model.score(r.features)
+
+    return fitted
+
+
+def hybrid_fit(c: float, fit: str, signal: str) -> Fit:
+    """The learned model with ``signal`` held at its hand-set weight relative to dense: the two features are merged
+    into one, ``dense + (w_signal / w_dense) * signal``, which gets one learned coefficient."""
+    hand = FallbackWeights()
+    ratio = getattr(hand, signal) / hand.dense
+    column = FEATURES.index(HAND_SIGNALS[signal])
+    dense = FEATURES.index("dense")
+    features = tuple(f for f in FEATURES if f != HAND_SIGNALS[signal])
+
+    def merged(record: ReplayRecord) -> ReplayRecord:
+        copy = replace(record)
+        copy.features = record.features.copy()
+        copy.features[:, dense] = record.features[:, dense] + ratio * record.features[:, column]
+        return copy
+
+    def fitted(train: Sequence[ReplayRecord]) -> Callable[[ReplayRecord], np.ndarray]:
+        model = fit_model([merged(r) for r in train], c, fit=fit, features=features)
+        return lambda r: model.score(merged(r).features)
+
+    return fitted
+
+
+SEEDS: tuple[int | None, ...] = (None, 1, 2, 3, 4, 5)  # GroupKFold's balanced folds, then 5 random dealings
+
+
+def study(records: Sequence[ReplayRecord], fit: Fit, settings: ReplaySettings, folds: int) -> dict[str, Any]:
+    """The fitted scorer against the hand-set weights: the balanced folds in detail, and the mean over ``SEEDS``
+    (repeated dealings of companies to folds; a choice should not rest on one dealing)."""
+    hand = {"hand-set": lambda r: r.hand_scores}
+    runs = [cross_validate(records, fit, hand, settings, folds, seed=seed) for seed in SEEDS]
+    first = runs[0]
+    out: dict[str, Any] = {"questions": len(records)}
+    for name in ("learned", "hand-set"):
+        out[name] = {
+            "mean_page_hit@5": round(float(np.mean([r["overall"][name]["page_hit@5"] for r in runs])), 4),
+            "mean_evidence_complete@5_2plus": round(
+                float(np.mean([r["overall"][name]["evidence_complete@5_2plus"] for r in runs])), 4
+            ),
+            "mean_by_set": {
+                s: round(float(np.mean([r["by_set"][s][name]["page_hit@5"] for r in runs])), 4) for s in first["by_set"]
+            },
+            "balanced_folds": {
+                "overall": first["overall"][name],
+                "by_set": {s: m[name] for s, m in first["by_set"].items()},
+                "by_type": {t: m[name] for t, m in first["by_type"].items()},
+                "folds": [round(f[name]["page_hit@5"], 4) for f in first["folds"]],
+            },
+        }
+    out["fold_companies"] = [f["companies"] for f in first["folds"]]
+    out["fold_questions"] = [f["n"] for f in first["folds"]]
+    return out
+
+
+def line(label: str, result: dict[str, Any]) -> str:
+    learned, hand = result["learned"], result["hand-set"]
+    return (
+        f"{label:36s} learned {learned['mean_page_hit@5']:.4f} (ec2+ {learned['mean_evidence_complete@5_2plus']:.3f})"
+        f"  hand-set {hand['mean_page_hit@5']:.4f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", action="append", required=True, metavar="NAME=DUMP[,DUMP...]")
+    parser.add_argument("--base", default=None, help="the configuration the hybrids and replay switches run on")
+    parser.add_argument("--c", type=float, default=0.1)
+    parser.add_argument("--fit", default="pointwise", choices=["pointwise", "pairwise"])
+    parser.add_argument("--no-per-item-cut", action="store_true", help="replay without the ranker's per-Item cut")
+    parser.add_argument("--distinct-pages", action="store_true", help="replay with one page at most once")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+
+    settings = ReplaySettings(stage1=not args.no_per_item_cut, distinct_pages=args.distinct_pages)
+    configs = dict(load(spec) for spec in args.config)
+    base_name = args.base or next(iter(configs))
+    out: dict[str, Any] = {
+        "features": list(FEATURES),
+        "c": args.c,
+        "fit": args.fit,
+        "folds": args.folds,
+        "seeds": list(SEEDS),
+        "settings": {"per_item_cut": settings.stage1, "distinct_pages": settings.distinct_pages},
+        "configs": {},
+    }
+    learned = learned_fit(args.c, args.fit)
+    for name, records in configs.items():
+        out["configs"][name] = study(records, learned, settings, args.folds)
+        print(line(f"config {name}", out["configs"][name]), flush=True)
+
+    records = configs[base_name]
+    out["hybrids"] = {}
+    for signal in HAND_SIGNALS:
+        out["hybrids"][signal] = study(records, hybrid_fit(args.c, args.fit, signal), settings, args.folds)
+        print(line(f"hand-set {signal}/dense ratio", out["hybrids"][signal]), flush=True)
+    out["model_sweep"] = {}
+    for fit in ("pointwise", "pairwise"):
+        for c in (0.01, 0.1, 1.0, 10.0):
+            out["model_sweep"][f"{fit} C={c}"] = study(records, learned_fit(c, fit), settings, args.folds)
+            print(line(f"{fit} C={c}", out["model_sweep"][f"{fit} C={c}"]), flush=True)
+    no_stacking = tuple(f for f in FEATURES if f != "fallback_score")
+    out["without_fallback_score"] = study(records, learned_fit(args.c, args.fit, no_stacking), settings, args.folds)
+    print(line("without fallback_score", out["without_fallback_score"]), flush=True)
+    out["replay_switches"] = {}
+    for label, switched in (
+        ("distinct_pages", replace(settings, distinct_pages=not settings.distinct_pages)),
+        ("per_item_cut", replace(settings, stage1=not settings.stage1)),
+        ("graph_budget_raise (with the per-Item cut)", replace(settings, stage1=True, graph_budget_raise=False)),
+    ):
+        out["replay_switches"][label] = study(records, learned, switched, args.folds)
+        print(line(f"switched: {label}", out["replay_switches"][label]), flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,399 @@
+"""The ranker's learned score: a logistic model over the features the ranker already computes for a candidate.
+
+``TwoStageRanker``'s fallback scorer fuses its signals with hand-set weights (``passage_scoring.FallbackWeights``).
+Those weights were chosen on eight companies; they did not carry to companies outside them. This module replaces
+the hand-set fusion by a linear model fitted across companies (scikit-learn's ``LogisticRegression``), over the
+same signals plus what else the pipeline knows of a candidate and cannot fuse by hand: which source proposed it
+(tree search, flat match, statement, heading, graph), its Item's FLAM budget and role (cover, business, MD&A,
+statements), its modality, its place in the filing, the graph's entity match, its length.
+
+A candidate's features are computed from plain values (``CandidateFacts``, the fallback's ``PassageScore`` and the
+question's flags), so the same function serves the ranker at query time and ``train-ranker`` when it dumps
+features; the model is a small JSON (``LinearRankingModel.to_dict``): feature names, standardization, coefficients.
+The score is ``sigmoid(intercept + coef . (x - mean) / scale)``: a probability that the candidate's page is
+evidence, comparable across the Items and filings of one question, so the two-stage cut works as before.
+
+Training labels are per candidate: 1 when one of its pages is a gold page of the question. Fitting is pointwise
+(class-balanced logistic regression); a ranking only needs the order within a question, which a pointwise fit
+gives when the features are relative to the candidate set (most are: divided by the best candidate's value).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from haystack_fin.core.retrieval.passage_scoring import PassageScore
+
+MODEL_VERSION = 1
+
+# Candidate sources (``candidates.candidate_source``).
+SOURCES: tuple[str, ...] = ("tree", "flat", "statement", "section", "routed", "heading", "intent_item", "graph")
+
+# Item roles: where in a filing a chunk sits, read from the Item code (10-K, 10-Q "I-2", 8-K "2.02", "EX-99.1").
+ITEM_ROLES: tuple[str, ...] = ("cover", "business", "risk", "mdna", "statements", "exhibit", "other")
+_ROLE_BY_ITEM = {
+    "cover": "cover",
+    "1": "business",
+    "1A": "risk",
+    "7": "mdna",
+    "7A": "mdna",
+    "I-2": "mdna",
+    "I-3": "mdna",
+    "8": "statements",
+    "I-1": "statements",
+}
+
+FEATURES: tuple[str, ...] = (
+    # the hand-set fusion of the signals below, and the signals (0 where a signal is not used for the question)
+    "fallback_score",
+    "dense",
+    "lexical",
+    "table_prior",
+    "statement_prior",
+    "section_prior",
+    "consolidated",
+    # the same cosine and BM25 as ranks within the candidates (1 / rank): robust to how peaked a question is
+    "cosine",
+    "dense_rank",
+    "lexical_rank",
+    "retriever_score",
+    *(f"source_{s}" for s in SOURCES),
+    "table",
+    "image",
+    "number_table",
+    "cause_text",
+    "cause_mdna",
+    "business_item1",
+    "item_budget",
+    *(f"item_{r}" for r in ITEM_ROLES),
+    "position",
+    "entity_hit",
+    "graph_score",
+    "log_words",
+)
+
+
+# What kind of answer a question wants, from analysts' wording (not from any company's filings): a cause or driver
+# of a change is explained in MD&A's prose; a description of the business is in Item 1. The model learns how much
+# that is worth; the cues only say which questions the interaction features apply to.
+_CAUSE_CUE = re.compile(
+    r"\b(?:why|drove|drivers?|driven|due to|reasons?|caus(?:e|ed|es|ing)|attribut\w*|explain\w*|factors?|"
+    r"contribut\w*|impact\w*|led to)\b",
+    re.IGNORECASE,
+)
+_BUSINESS_CUE = re.compile(
+    r"\b(?:business(?:es)?|customers?|clients?|competit\w*|seasonal\w*|cyclical\w*|industry|strategy|employees|"
+    r"what does|describe|sells?)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class QuestionFlags:
+    """What the interaction features need to know of the question."""
+
+    asks_for_number: bool = False
+    asks_cause: bool = False
+    asks_business: bool = False
+
+    @classmethod
+    def of(cls, question: str, asks_for_number: bool) -> QuestionFlags:
+        return cls(asks_for_number, bool(_CAUSE_CUE.search(question)), bool(_BUSINESS_CUE.search(question)))
+
+
+def item_role(item: str | None) -> str:
+    """The role of an Item code in a filing (``ITEM_ROLES``)."""
+    code = str(item or "")
+    if code.upper().startswith("EX-"):
+        return "exhibit"
+    return _ROLE_BY_ITEM.get(code, "other")
+
+
+@dataclass(frozen=True)
+class CandidateFacts:
+    """What the pipeline knows of one candidate besides the fallback's signals.
+
+    ``source``: one of ``SOURCES``; ``retriever_score``: the tree search's fused score (0 for added candidates);
+    ``budget_k``: its Item's FLAM budget; ``position``: its chunk's place in the filing in [0, 1] (None: unknown);
+    ``entity_hit`` / ``graph_score``: the graph's match of the question's metric and period / expansion score.
+    """
+
+    source: str
+    retriever_score: float = 0.0
+    budget_k: int | None = None
+    item: str | None = None
+    is_table: bool = False
+    is_image: bool = False
+    position: float | None = None
+    entity_hit: float = 0.0
+    graph_score: float = 0.0
+    n_words: int = 0
+
+
+def _recip_ranks(values: Sequence[float]) -> list[float]:
+    """1 / rank of each value, best (highest) first, ties by position."""
+    order = sorted(range(len(values)), key=lambda i: (-values[i], i))
+    out = [0.0] * len(values)
+    for rank, i in enumerate(order, start=1):
+        out[i] = 1.0 / rank
+    return out
+
+
+def feature_matrix(
+    scores: Sequence[PassageScore],
+    facts: Sequence[CandidateFacts],
+    cosines: Sequence[float | None],
+    flags: QuestionFlags,
+) -> np.ndarray:
+    """One row of ``FEATURES`` per candidate (aligned with ``scores``, ``facts`` and ``cosines``)."""
+    if not (len(scores) == len(facts) == len(cosines)):
+        raise ValueError(f"{len(scores)} scores, {len(facts)} facts and {len(cosines)} cosines for one question")
+    n = len(scores)
+    matrix = np.zeros((n, len(FEATURES)), dtype=np.float64)
+    if n == 0:
+        return matrix
+    col = {name: i for i, name in enumerate(FEATURES)}
+    raw_cos = [c if c is not None else 0.0 for c in cosines]
+    lexical = [s.lexical or 0.0 for s in scores]
+    dense_rank = _recip_ranks(raw_cos)
+    lexical_rank = _recip_ranks(lexical)
+    budgets = [f.budget_k for f in facts if f.budget_k]
+    top_budget = max(budgets) if budgets else 0
+    for i, (score, fact) in enumerate(zip(scores, facts, strict=True)):
+        row = matrix[i]
+        row[col["fallback_score"]] = score.score
+        row[col["dense"]] = score.dense or 0.0
+        row[col["lexical"]] = lexical[i]
+        row[col["table_prior"]] = score.table or 0.0
+        row[col["statement_prior"]] = score.statement or 0.0
+        row[col["section_prior"]] = score.section or 0.0
+        # +1 consolidated, -1 about one segment, 0 when the question makes no such distinction
+        row[col["consolidated"]] = 0.0 if score.consolidated is None else 2.0 * score.consolidated - 1.0
+        row[col["cosine"]] = raw_cos[i]
+        row[col["dense_rank"]] = dense_rank[i] if cosines[i] is not None else 0.0
+        row[col["lexical_rank"]] = lexical_rank[i] if lexical[i] > 0 else 0.0
+        row[col["retriever_score"]] = fact.retriever_score
+        if fact.source in SOURCES:
+            row[col[f"source_{fact.source}"]] = 1.0
+        row[col["table"]] = float(fact.is_table)
+        row[col["image"]] = float(fact.is_image)
+        role = item_role(fact.item)
+        prose = not (fact.is_table or fact.is_image)
+        row[col["number_table"]] = float(fact.is_table and flags.asks_for_number)
+        row[col["cause_text"]] = float(flags.asks_cause and prose)
+        row[col["cause_mdna"]] = float(flags.asks_cause and role == "mdna")
+        row[col["business_item1"]] = float(flags.asks_business and role == "business")
+        row[col["item_budget"]] = (fact.budget_k or 0) / top_budget if top_budget else 0.0
+        row[col[f"item_{role}"]] = 1.0
+        row[col["position"]] = fact.position if fact.position is not None else 0.5
+        row[col["entity_hit"]] = fact.entity_hit
+        row[col["graph_score"]] = fact.graph_score
+        row[col["log_words"]] = math.log1p(max(fact.n_words, 0))
+    return matrix
+
+
+@dataclass
+class LinearRankingModel:
+    """A fitted logistic scorer over named features (``FEATURES`` or a subset); JSON in and out.
+
+    Usage example:
+    ```python
+    model = LinearRankingModel.load("ranker_weights.json")   # a path, or a file shipped in haystack_fin/data
+    probabilities = model.score(feature_matrix(scores, facts, cosines, QuestionFlags.of(question, True)))
+    ```
+    """
+
+    features: tuple[str, ...]
+    coefficients: np.ndarray
+    intercept: float = 0.0
+    mean: np.ndarray | None = None
+    scale: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.features if f not in FEATURES]
+        if unknown:
+            raise ValueError(f"ranking model names unknown feature(s) {unknown}; known: {list(FEATURES)}")
+        n = len(self.features)
+        self.coefficients = np.asarray(self.coefficients, dtype=np.float64)
+        if self.coefficients.shape != (n,):
+            raise ValueError(f"ranking model has {self.coefficients.shape[0]} coefficients for {n} features")
+        for name in ("mean", "scale"):
+            value = getattr(self, name)
+            if value is not None:
+                array = np.asarray(value, dtype=np.float64)
+                if array.shape != (n,):
+                    raise ValueError(f"ranking model {name} has {array.shape[0]} values for {n} features")
+                setattr(self, name, array)
+        if self.scale is not None and np.any(self.scale <= 0):
+            raise ValueError("ranking model scale values must be positive")
+        self._columns = np.array([FEATURES.index(f) for f in self.features], dtype=np.int64)
+
+    def logits(self, matrix: np.ndarray) -> np.ndarray:
+        """``intercept + coef . standardized(x)`` for each row of a ``FEATURES`` matrix."""
+        x = np.asarray(matrix, dtype=np.float64)[:, self._columns]
+        if self.mean is not None:
+            x = x - self.mean
+        if self.scale is not None:
+            x = x / self.scale
+        return np.asarray(x @ self.coefficients + self.intercept, dtype=np.float64)
+
+    def score(self, matrix: np.ndarray) -> np.ndarray:
+        """Probability-like scores in (0, 1), one per row."""
+        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(self.logits(matrix), -50, 50))), dtype=np.float64)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "version": MODEL_VERSION,
+            "kind": "logistic",
+            "features": list(self.features),
+            "coefficients": [round(float(c), 6) for c in self.coefficients],
+            "intercept": round(float(self.intercept), 6),
+        }
+        if self.mean is not None:
+            out["mean"] = [round(float(v), 6) for v in self.mean]
+        if self.scale is not None:
+            out["scale"] = [round(float(v), 6) for v in self.scale]
+        if self.info:
+            out["info"] = self.info
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LinearRankingModel:
+        if not isinstance(data, Mapping) or data.get("version") != MODEL_VERSION or data.get("kind") != "logistic":
+            raise ValueError(
+                f"not a haystack-fin ranking model of version {MODEL_VERSION} (kind 'logistic'): "
+                f"version {data.get('version') if isinstance(data, Mapping) else None!r}"
+            )
+        try:
+            return cls(
+                features=tuple(str(f) for f in data["features"]),
+                coefficients=np.asarray(data["coefficients"], dtype=np.float64),
+                intercept=float(data.get("intercept", 0.0)),
+                mean=np.asarray(data["mean"], dtype=np.float64) if data.get("mean") is not None else None,
+                scale=np.asarray(data["scale"], dtype=np.float64) if data.get("scale") is not None else None,
+                info=dict(data.get("info") or {}),
+            )
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"malformed ranking model: {type(err).__name__}: {err}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> LinearRankingModel:
+        """A model from a JSON file: ``path`` as given, else the file of that name shipped in haystack_fin/data."""
+        resolved = resolve_model_path(path)
+        try:
+            data = json.loads(resolved.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"ranking model {resolved}: not JSON ({err})") from None
+        try:
+            return cls.from_dict(data)
+        except ValueError as err:
+            raise ValueError(f"ranking model {resolved}: {err}") from None
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+
+
+def resolve_model_path(path: str | Path) -> Path:
+    """A bare file name shipped in the package's data folder (``ranker_weights.json``) is that file; anything else
+    is a path (``./my_model.json``, an absolute path)."""
+    text = str(path)
+    shipped = Path(__file__).resolve().parents[2] / "data" / text
+    if "/" not in text and "\\" not in text and shipped.is_file():
+        return shipped
+    given = Path(path)
+    if given.is_file():
+        return given
+    raise FileNotFoundError(f"ranking model {path}: no such file (nor a model shipped in haystack_fin/data)")
+
+
+def fit_logistic(
+    matrix: np.ndarray,
+    labels: np.ndarray,
+    features: Sequence[str] = FEATURES,
+    c: float = 1.0,
+    info: Mapping[str, Any] | None = None,
+) -> LinearRankingModel:
+    """Fit a class-balanced, L2-regularized logistic model on the rows of a ``FEATURES`` matrix (columns of
+    ``features`` used; constant columns get coefficient 0)."""
+    from sklearn.linear_model import LogisticRegression
+
+    columns = [FEATURES.index(f) for f in features]
+    x = np.asarray(matrix, dtype=np.float64)[:, columns]
+    y = np.asarray(labels, dtype=np.int64)
+    if len(set(y.tolist())) < 2:
+        raise ValueError("the labelled candidates need both relevant and irrelevant ones to fit a ranking model")
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
+    model.fit((x - mean) / scale, y)
+    return LinearRankingModel(
+        features=tuple(features),
+        coefficients=np.asarray(model.coef_[0], dtype=np.float64),
+        intercept=float(model.intercept_[0]),
+        mean=mean,
+        scale=scale,
+        info={"fit": "pointwise", **(info or {})},
+    )
+
+
+def fit_pairwise(
+    matrix: np.ndarray,
+    labels: np.ndarray,
+    question_ids: Sequence[int],
+    features: Sequence[str] = FEATURES,
+    c: float = 1.0,
+    max_pairs: int = 400,
+    info: Mapping[str, Any] | None = None,
+) -> LinearRankingModel:
+    """Fit the coefficients on within-question pairs (RankSVM's reduction with a logistic loss): for each question,
+    each (evidence, other) candidate pair's feature difference, both ways round, at most ``max_pairs`` pairs a
+    question (a fixed-seed sample), each question weighing the same. Only the order inside a question is learned,
+    which is all a ranker needs; the intercept is 0."""
+    from sklearn.linear_model import LogisticRegression
+
+    columns = [FEATURES.index(f) for f in features]
+    x = np.asarray(matrix, dtype=np.float64)[:, columns]
+    y = np.asarray(labels, dtype=np.int64)
+    groups = np.asarray(question_ids)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = (x - mean) / scale
+    rng = np.random.default_rng(0)
+    diffs: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+    for question in np.unique(groups):
+        rows = np.flatnonzero(groups == question)
+        pos, neg = rows[y[rows] == 1], rows[y[rows] == 0]
+        if not len(pos) or not len(neg):
+            continue
+        pairs = np.array([(p, n) for p in pos for n in neg])
+        if len(pairs) > max_pairs:
+            pairs = pairs[rng.choice(len(pairs), max_pairs, replace=False)]
+        d = z[pairs[:, 0]] - z[pairs[:, 1]]
+        diffs += [d, -d]
+        weights += [np.full(len(d), 1.0 / len(d))] * 2
+    if not diffs:
+        raise ValueError("the labelled candidates need a question with both relevant and irrelevant ones")
+    features_diff = np.vstack(diffs)
+    targets = np.concatenate([np.full(len(d), float(i % 2 == 0)) for i, d in enumerate(diffs)])
+    model = LogisticRegression(C=c, fit_intercept=False, max_iter=2000)
+    model.fit(features_diff, targets, sample_weight=np.concatenate(weights))
+    return LinearRankingModel(
+        features=tuple(features),
+        coefficients=np.asarray(model.coef_[0], dtype=np.float64),
+        intercept=0.0,
+        mean=mean,
+        scale=scale,
+        info={"fit": "pairwise", **(info or {})},
+    )

@@ -1,0 +1,185 @@
+"""`haystack-fin train-ranker`: fit the ranker's scoring model on a labelled question set.
+
+Two steps, so that trying a model costs seconds: ``dump_features`` runs the query pipeline once per question (single
+setting: the question's own filing) and records what the ranker was given (``core.retrieval.ranking_replay``:
+features, hand-set scores, groups, pages, windows); ``fit_model`` fits ``core.retrieval.ranking_model``'s logistic
+model on one or more dumps and ``cross_validate_dump`` reports page_hit@5 with whole companies held out, the learned
+model against the hand-set weights in the same folds.
+
+Questions are FinanceBench-format JSONL (``core.evaluation``); a record's ``company`` field groups the folds (the
+doc_name's first part when absent).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from haystack_fin.core import schema
+from haystack_fin.core.evaluation import load_questions
+from haystack_fin.core.retrieval.ranking_model import FEATURES, LinearRankingModel, fit_logistic, fit_pairwise
+from haystack_fin.core.retrieval.ranking_replay import (
+    ReplayCandidate,
+    ReplayRecord,
+    ReplaySettings,
+    cross_validate,
+    replay,
+    stack,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def question_companies(path: str | Path) -> dict[str, str]:
+    """financebench_id -> company (the record's ``company``, else the doc_name before its first "_" or "-")."""
+    out: dict[str, str] = {}
+    with Path(path).open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            company = record.get("company") or str(record["doc_name"]).replace("-", "_").split("_")[0]
+            out[str(record["financebench_id"])] = str(company).strip().lower()
+    return out
+
+
+def dump_features(
+    questions_path: str,
+    filing_dirs: Sequence[str],
+    store_path: str | None,
+    qdrant_url: str | None = None,
+    quiet: bool = False,
+    fragments: Sequence[str] = (),
+    ablate: Sequence[str] = (),
+    source_set: str | None = None,
+    timeout_s: float | None = 600,
+) -> tuple[list[ReplayRecord], dict[str, Any]]:
+    """Index the questions' filings (as ``eval`` does), run the query pipeline on each question in its own filing and
+    record the ranker's candidates. Returns the records and a check: how many questions' replayed top 10 (with the
+    scores the pipeline used) differs from what the pipeline returned (0 when replay is faithful)."""
+    from haystack_fin.components.two_stage_ranker import _deduplicate
+    from haystack_fin.evaluation_runner import HaystackFinRetrieval, index_question_filings
+
+    questions = load_questions(questions_path)
+    companies = question_companies(questions_path)
+    label = source_set or Path(questions_path).stem
+    index_question_filings(questions, list(filing_dirs), store_path, qdrant_url, quiet, timeout_s)
+    fin = HaystackFinRetrieval(store_path, qdrant_url, set(ablate), fragments=list(fragments))
+    pipe = fin.runner.pipe
+    ranker, window, embedder = (pipe.get_component(n) for n in ("ranker", "window", "embedder"))
+    window_component = fin.runner.data["components"]["window"]["init_parameters"]
+    ranker_params = fin.runner.data["components"]["ranker"]["init_parameters"]
+    settings = ReplaySettings(
+        stage1=bool(ranker_params.get("per_item_cut", True)),
+        ranker_top_k=int(ranker_params.get("top_k", 20)),
+        k=fin.top_k,
+        distinct_pages=bool(window_component.get("distinct_pages", False)),
+    )
+    records: list[ReplayRecord] = []
+    mismatches: list[str] = []
+    try:
+        for q in tqdm(questions, desc="Dumping ranker features", disable=quiet):
+            result = fin.runner.run(q.question, [q.doc_name], k=fin.top_k)
+            unique, _ = _deduplicate(result.candidates)
+            embedding = embedder.run(text=q.question)["embedding"]
+            scored = ranker.score_candidates(q.question, unique, embedding, result.trace.get("analysis"))
+            windows = window.windows(unique)
+            chunk_pages = {cid: pages for w in windows for cid, pages in w}
+            candidates = [
+                ReplayCandidate(
+                    chunk_id=d.id,
+                    filing_id=str(d.meta.get(schema.FILING_ID) or ""),
+                    item=None if d.meta.get(schema.ITEM) is None else str(d.meta[schema.ITEM]),
+                    budget_k=d.meta.get(schema.BUDGET_K) if isinstance(d.meta.get(schema.BUDGET_K), int) else None,
+                    pages=[int(p) for p in d.meta.get(schema.PAGE_NUMBERS) or []],
+                    window=[cid for cid, _ in w],
+                    graph_added=(d.meta.get(schema.RETRIEVAL) or {}).get("mode") == "graph",
+                )
+                for d, w in zip(unique, windows, strict=True)
+            ]
+            record = ReplayRecord(
+                question=q,
+                company=companies.get(q.financebench_id, q.doc_name),
+                source_set=label,
+                candidates=candidates,
+                signals=scored.signals,
+                cosines=scored.cosines,
+                facts=scored.facts,
+                flags=scored.flags,
+                hand_scores=np.asarray(scored.hand_scores, dtype=np.float64),
+                chunk_pages=chunk_pages,
+            )
+            replayed = [(p.doc_name, p.pages) for p in replay(record, scored.scores, settings)]
+            returned = [
+                (str(d.meta.get(schema.FILING_ID)), [int(p) for p in d.meta.get(schema.PAGE_NUMBERS) or []])
+                for d in result.passages
+            ]
+            if replayed != returned:
+                mismatches.append(q.financebench_id)
+            records.append(record)
+    finally:
+        fin.close()
+    return records, {"questions": len(records), "replay_mismatches": mismatches}
+
+
+FITS = ("pairwise", "pointwise")
+
+
+def fit_model(
+    records: Sequence[ReplayRecord],
+    c: float = 1.0,
+    info: dict[str, Any] | None = None,
+    fit: str = "pairwise",
+    features: Sequence[str] = FEATURES,
+) -> LinearRankingModel:
+    """The ranking model fitted on every candidate of ``records``: ``fit`` "pairwise" (the order within each
+    question) or "pointwise" (each candidate's label)."""
+    if fit not in FITS:
+        raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
+    matrix, labels, questions = stack(records)
+    details = {"questions": len(records), "candidates": len(labels), "relevant": int(labels.sum()), "c": c}
+    if fit == "pairwise":
+        return fit_pairwise(matrix, labels, questions, features, c=c, info={**details, **(info or {})})
+    return fit_logistic(matrix, labels, features, c=c, info={**details, **(info or {})})
+
+
+def cross_validate_dump(
+    records: Sequence[ReplayRecord],
+    c: float = 1.0,
+    n_splits: int = 5,
+    settings: ReplaySettings | None = None,
+    fit: str = "pairwise",
+) -> dict[str, Any]:
+    """Company-grouped folds: the model fitted on the other companies against the hand-set weights, same folds."""
+
+    def fitted(train: Sequence[ReplayRecord]) -> Any:
+        model = fit_model(train, c, fit=fit)
+        return lambda record: model.score(record.features)
+
+    return cross_validate(
+        records,
+        fitted,
+        {"hand-set": lambda record: record.hand_scores},
+        settings=settings or ReplaySettings(),
+        n_splits=n_splits,
+    )
+
+
+def cv_table(cv: dict[str, Any]) -> list[str]:
+    """The folds as text lines: companies held out, questions, page_hit@5 learned vs hand-set."""
+    lines = ["fold  questions  page_hit@5 learned  hand-set  companies held out"]
+    for i, fold in enumerate(cv["folds"], start=1):
+        lines.append(
+            f"{i:>4}  {fold['n']:>9}  {fold['learned']['page_hit@5']:>18.3f}  {fold['hand-set']['page_hit@5']:>8.3f}"
+            f"  {', '.join(fold['companies'])}"
+        )
+    overall = cv["overall"]
+    n = int(overall["learned"]["n"])
+    lines.append(f" all  {n:>9}  {overall['learned']['page_hit@5']:>18.3f}  {overall['hand-set']['page_hit@5']:>8.3f}")
+    return lines

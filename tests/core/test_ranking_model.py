@@ -1,0 +1,100 @@
+"""The ranker's learned score: features from the fallback's signals and the candidates' facts, the logistic model's
+JSON and its fit."""
+
+import json
+
+import numpy as np
+import pytest
+
+from haystack_fin.core.retrieval.passage_scoring import PassageScore
+from haystack_fin.core.retrieval.ranking_model import (
+    FEATURES,
+    CandidateFacts,
+    LinearRankingModel,
+    QuestionFlags,
+    feature_matrix,
+    fit_logistic,
+    item_role,
+    resolve_model_path,
+)
+
+
+def col(name: str) -> int:
+    return FEATURES.index(name)
+
+
+def test_question_flags_read_analysts_wording() -> None:
+    assert QuestionFlags.of("What drove the decline in gross margin?", True) == QuestionFlags(True, True, False)
+    assert QuestionFlags.of("Who are the primary customers?", False) == QuestionFlags(False, False, True)
+    assert QuestionFlags.of("What was total revenue in FY2022?", True) == QuestionFlags(True, False, False)
+
+
+def test_item_roles_of_10k_10q_8k_and_exhibits() -> None:
+    assert [item_role(i) for i in ("1", "7", "I-2", "8", "I-1", "cover", "EX-99.1", "2.02", None)] == [
+        "business", "mdna", "mdna", "statements", "statements", "cover", "exhibit", "other", "other",
+    ]  # fmt: skip
+
+
+def test_features_of_signals_sources_items_and_ranks() -> None:
+    scores = [
+        PassageScore(0.9, dense=1.0, lexical=0.2, table=0.5, statement=1.0, consolidated=1.0),
+        PassageScore(0.4, dense=0.5, lexical=1.0, table=None, statement=0.0, consolidated=0.0),
+    ]
+    facts = [
+        CandidateFacts("statement", budget_k=4, item="8", is_table=True, position=0.8, n_words=120),
+        CandidateFacts("graph", budget_k=2, item="7", entity_hit=1.0, graph_score=0.7, n_words=0),
+    ]
+    m = feature_matrix(scores, facts, [0.61, None], QuestionFlags.of("What drove the margin change?", True))
+    assert m.shape == (2, len(FEATURES))
+    assert m[0, col("statement_prior")] == 1.0 and m[0, col("source_statement")] == 1.0
+    assert m[0, col("consolidated")] == 1.0 and m[1, col("consolidated")] == -1.0
+    assert m[0, col("number_table")] == 1.0 and m[1, col("number_table")] == 0.0
+    assert (m[0, col("cause_text")], m[1, col("cause_text")], m[1, col("cause_mdna")]) == (0.0, 1.0, 1.0)
+    assert m[:, col("business_item1")].tolist() == [0.0, 0.0]
+    assert m[0, col("item_statements")] == 1.0 and m[1, col("item_mdna")] == 1.0
+    assert (m[0, col("item_budget")], m[1, col("item_budget")]) == (1.0, 0.5)
+    assert m[1, col("dense_rank")] == 0.0  # no vector: no dense rank
+    assert (m[0, col("lexical_rank")], m[1, col("lexical_rank")]) == (0.5, 1.0)
+    assert m[1, col("entity_hit")] == 1.0 and m[1, col("graph_score")] == 0.7
+    assert m[1, col("position")] == 0.5  # unknown place: the middle
+    assert m[0, col("log_words")] == pytest.approx(np.log1p(120))
+    with pytest.raises(ValueError, match="2 scores, 1 facts"):
+        feature_matrix(scores, facts[:1], [0.1, 0.2], QuestionFlags())
+
+
+def test_model_json_round_trip_and_refusals(tmp_path) -> None:
+    model = LinearRankingModel(("dense", "lexical"), np.array([2.0, -1.0]), 0.5, np.array([0.5, 0.5]), np.array([1, 2]))
+    x = np.zeros((1, len(FEATURES)))
+    x[0, col("dense")], x[0, col("lexical")] = 1.0, 0.5
+    assert model.logits(x)[0] == pytest.approx(0.5 + 2.0 * 0.5 - 1.0 * 0.0)
+    path = tmp_path / "m.json"
+    model.save(path)
+    again = LinearRankingModel.load(path)
+    assert np.allclose(again.score(x), model.score(x)) and again.features == ("dense", "lexical")
+    with pytest.raises(ValueError, match="unknown feature"):
+        LinearRankingModel(("bm42",), np.array([1.0]))
+    with pytest.raises(ValueError, match="2 coefficients for 1 features"):
+        LinearRankingModel(("dense",), np.array([1.0, 2.0]))
+    path.write_text(json.dumps({"version": 99, "kind": "logistic"}))
+    with pytest.raises(ValueError, match=f"ranking model {path}"):
+        LinearRankingModel.load(path)
+    with pytest.raises(FileNotFoundError, match=r"nope\.json"):
+        resolve_model_path(tmp_path / "nope.json")
+
+
+def test_fit_learns_which_feature_marks_the_evidence() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.random((400, len(FEATURES)))
+    y = (x[:, col("statement_prior")] > 0.7).astype(int)
+    model = fit_logistic(x, y, info={"note": "synthetic"})
+    coef = dict(zip(model.features, model.coefficients, strict=True))
+    assert max(coef, key=lambda f: abs(coef[f])) == "statement_prior" and coef["statement_prior"] > 0
+    assert model.info == {"fit": "pointwise", "note": "synthetic"}
+    with pytest.raises(ValueError, match="both relevant and irrelevant"):
+        fit_logistic(x, np.zeros(400, dtype=int))
+
+
+def test_the_shipped_model_loads() -> None:
+    model = LinearRankingModel.load("ranker_weights.json")
+    assert set(model.features) <= set(FEATURES) and model.info.get("cv")
+    assert resolve_model_path("ranker_weights.json").parent.name == "data"

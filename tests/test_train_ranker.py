@@ -1,0 +1,71 @@
+"""`haystack-fin train-ranker` end to end on two fixture filings of two companies: the dumped candidates replay to
+what the pipeline returned, the model is fitted and written, and the query pipeline runs with it."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from haystack_fin.cli import main
+from haystack_fin.core.retrieval.ranking_model import LinearRankingModel
+from haystack_fin.core.retrieval.ranking_replay import read_dump
+from haystack_fin.query_runner import QueryRunner
+from haystack_fin.ranker_training import dump_features
+
+FIXTURES = Path(__file__).parent / "fixtures"
+FILINGS = {"BESTBUY_2023_10Q": "bestbuy-10q-2023-07-29.pdf", "NETFLIX_2015_10K": "netflix-10k-2015.pdf"}
+QUESTIONS = [
+    ("Best Buy", "BESTBUY_2023_10Q", "What was Best Buy's revenue in Q2 FY2024?", 3),
+    ("Best Buy", "BESTBUY_2023_10Q", "What drove the change in Best Buy's gross profit rate?", 15),
+    ("Netflix", "NETFLIX_2015_10K", "What were Netflix's total current liabilities at the end of 2015?", 43),
+    ("Netflix", "NETFLIX_2015_10K", "Why did Netflix's provision for income taxes change in 2015?", 26),
+]
+
+
+@pytest.mark.integration
+def test_train_ranker_dumps_fits_and_the_pipeline_runs_the_model(tmp_path, capsys):
+    pdfs = tmp_path / "pdfs"
+    pdfs.mkdir()
+    for doc, name in FILINGS.items():
+        shutil.copy(FIXTURES / name, pdfs / f"{doc}.pdf")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "financebench_id": f"q{i}",
+                    "company": company,
+                    "doc_name": doc,
+                    "question_type": "domain-relevant",
+                    "question": question,
+                    "evidence": [{"evidence_page_num": page - 1, "evidence_text": "x"}],
+                }
+            )
+            for i, (company, doc, question, page) in enumerate(QUESTIONS)
+        )
+    )
+    store = str(tmp_path / "idx")
+    records, check = dump_features(str(questions), [str(pdfs)], store, quiet=True)
+    assert check == {"questions": 4, "replay_mismatches": []}
+    assert {r.company for r in records} == {"best buy", "netflix"}
+    assert all(r.features.shape[0] == len(r.candidates) > 0 for r in records)
+
+    dump, model_path = tmp_path / "f.jsonl.gz", tmp_path / "model.json"
+    argv = ["train-ranker", "--questions", str(questions), "--filings", str(pdfs), "--store", store]
+    assert main([*argv, "--dump", str(dump), "--out", str(model_path), "--folds", "2", "-q"]) == 0
+    printed = capsys.readouterr().out
+    assert "page_hit@5 learned" in printed and "best buy" in printed and "netflix" in printed
+    assert len(read_dump(dump)) == 4
+    model = LinearRankingModel.load(model_path)
+    assert model.info["questions"] == 4 and "cv_page_hit@5" in model.info
+
+    fragment = tmp_path / "ranker.yaml"
+    fragment.write_text(f"components:\n  ranker:\n    init_parameters:\n      scoring_model: {model_path}\n")
+    runner = QueryRunner(store, fragments=[str(fragment)])
+    try:
+        result = runner.run(QUESTIONS[0][2], ["BESTBUY_2023_10Q"], k=3)
+    finally:
+        runner.close()
+    assert result.passages and result.trace["rerank"]["fallback"]["scoring_model"] == str(model_path)
+    assert result.candidates and len(result.candidates) >= len(result.passages)
