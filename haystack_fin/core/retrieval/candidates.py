@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from haystack_fin.core import schema
-from haystack_fin.core.retrieval.filing_profile import form_family
 from haystack_fin.core.retrieval.bm25 import LuceneBM25, content_terms
+from haystack_fin.core.retrieval.filing_profile import form_family
 from haystack_fin.core.retrieval.sections import SectionIndex, normalize_heading
 from haystack_fin.core.retrieval.tree_search import (
     IndexNode,
