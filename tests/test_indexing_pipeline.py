@@ -121,7 +121,7 @@ def test_ask_cli_cites_the_statement_page(tmp_path, fixtures, capsys):
     assert main(["ask", question, "--store", store_dir, "--json", "--no-llm", "-k", "3"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["answer"] is None and len(out["passages"]) == 3
-    # the provenance contract: filing, company, form, period, Item, section, pages, modality and, for tables, the table id
+    # the provenance contract: filing, company, form, period, Item, section, pages, modality, table id
     assert set(out["passages"][0]) == {
         "id", "text", "filing_id", "company", "form", "period", "item", "section", "pages", "modality", "table_id",
         "score",
