@@ -865,12 +865,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump", default=None, metavar="FILE", help="also write the candidates' features (.jsonl.gz)")
     p.add_argument("--from-dump", action="append", default=[], metavar="FILE", help="fit on a --dump file (repeatable)")
     p.add_argument("--folds", type=int, default=5, help="company-grouped folds for the report (default 5; 0: none)")
-    p.add_argument("--c", type=float, default=1.0, help="inverse L2 strength of the logistic model (default 1.0)")
+    p.add_argument(
+        "--c", type=float, default=0.1, help="inverse L2 strength of the logistic model (default 0.1, as shipped)"
+    )
     p.add_argument(
         "--fit",
         choices=["pairwise", "pointwise"],
-        default="pairwise",
-        help="learn the order within each question (pairwise, default) or each candidate's label (pointwise)",
+        default="pointwise",
+        help="learn each candidate's label (pointwise, default, as shipped) or the order within each question",
     )
     p.add_argument(
         "--fragment",
