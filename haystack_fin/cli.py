@@ -250,7 +250,7 @@ def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, 
 
     conditions = [schema.node_type_filter(schema.NodeType.FILING)]
     if filing_id:
-        conditions.append({"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id})
+        conditions.append(schema.filing_filter(filing_id))
     found = store.filter_documents(filters={"operator": "AND", "conditions": conditions})
     nodes = sorted((schema.FilingNode.from_meta(d.meta) for d in found), key=lambda n: n.filing_id)
     pending = {w.filing_id: w for w in pending_writes(store)}
@@ -346,7 +346,7 @@ def filing_graph(store: Any, filing_id: str) -> Any:
     from haystack_fin.core.lexicon import Lexicon
     from haystack_fin.store_registry import one_run
 
-    found = store.filter_documents(filters={"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id})
+    found = store.filter_documents(filters=schema.filing_filter(filing_id))
     found = one_run(filing_id, found)  # the run the filing node names (a re-index may be under way)
     chunks = [d for d in found if str(d.meta.get(schema.NODE_TYPE) or "chunk") == schema.NodeType.CHUNK.value]
     if not chunks:
