@@ -402,11 +402,6 @@ class CompanyIndex:
     def __len__(self) -> int:
         return len(self.companies)
 
-    def aliases_of(self, key: str) -> list[str]:
-        out = {e.alias.text for table in (self._aliases, self._initialisms) for es in table.values() for e in es
-               if e.key == key}  # fmt: skip
-        return sorted(out)
-
     def find(self, question: str) -> list[CompanyMention]:
         """Companies named in ``question``: aliases (names, initialisms, abbreviations, listed and user aliases) and
         tickers; fuzzy names only when neither hit."""
