@@ -496,7 +496,7 @@ def _benchmark_store(args: argparse.Namespace, command: str) -> str | None:
     ``--qdrant-url``); checked (and created) like ``index`` checks it."""
     from haystack_fin.pipeline_loader import pipeline_dict
 
-    store = args.store
+    store: str | None = args.store
     if store is None and args.qdrant_url is None:
         import tempfile
 
@@ -564,7 +564,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from haystack_fin.calibration import fragment, run_calibration, sweep_table
     from haystack_fin.core.retrieval.modality_fallback import threshold_grid
 
-    grids = {}
+    grids: dict[str, list[float] | None] = {}
     for name in ("text_range", "table_range", "image_range"):
         raw = getattr(args, name)
         if raw is None:
