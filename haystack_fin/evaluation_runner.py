@@ -11,13 +11,12 @@ Filings are found as DOC_NAME.pdf, DOC_NAME.html or DOC_NAME.htm in one or more 
 one wins).
 """
 
-import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from haystack import Document
+from haystack import Document, logging
 from tqdm import tqdm
 
 from haystack_fin.components.dual_tree_retriever import DualTreeRetriever
@@ -270,7 +269,7 @@ def index_question_filings(
     filings = find_filings(sorted({q.doc_name for q in questions}), folders)
     index_ms, failures = index_filings(filings, store_path, qdrant_url, quiet, timeout_s=timeout_s, workers=workers)
     if failures:
-        logger.error("Indexing failures: %s", failures)
+        logger.error("Indexing failures: {failures}", failures=failures)
     return filings, index_ms
 
 

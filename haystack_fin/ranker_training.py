@@ -13,7 +13,6 @@ doc_name's first part when absent).
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,6 @@ from haystack_fin.core.retrieval.ranking_replay import (
     replay,
     stack,
 )
-
-logger = logging.getLogger(__name__)
 
 
 def question_companies(path: str | Path) -> dict[str, str]:
