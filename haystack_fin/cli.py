@@ -7,9 +7,11 @@ import math
 import os
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from haystack_fin.core.validation import is_int
 
 # Not imported from pipeline_loader: that module imports Haystack, which this module loads lazily per command.
 BACKEND_ENV = "HAYSTACK_FIN_STORE_BACKEND"
@@ -20,7 +22,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-logger = logging.getLogger("haystack_fin")
 
 REST_PORT, MCP_PORT = 1416, 1417  # the ports Hayhooks used, so existing clients keep theirs
 # indexing_runner.DEFAULT_WORKER_MEMORY_MB, repeated: this module imports no Haystack before a command runs.
@@ -29,57 +30,47 @@ _MIN_WORKER_MEMORY_MB = 1024  # a worker holds ~0.4 GB once its parse stage is l
 _FILING_SUFFIXES = (".pdf", ".htm", ".html", ".xhtml", ".gz")
 _SUBMISSION_SUFFIX = ".txt"  # an EDGAR full submission, taken from a folder only when it starts like one
 _INT_FIELDS = {"fiscal_year", "fiscal_quarter"}
+_N = TypeVar("_N", int, float)
 
 
 # argparse ``type=`` validators: a bad value is an argparse error (usage, one line, exit 2), not a traceback from
 # deep inside a pipeline run ("-k 0" used to surface as a PipelineRuntimeError saying "got -2").
+def _number(text: str, parse: Callable[[str], _N], expected: str, valid: Callable[[_N], bool], problem: str) -> _N:
+    """``parse(text)``, or an argparse error saying what was ``expected`` (unparsable) or the ``problem`` (not
+    ``valid``)."""
+    try:
+        value = parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not valid(value):
+        raise argparse.ArgumentTypeError(f"{problem}, got {text}")
+    return value
+
+
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if value < 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or a positive number of seconds, got {text}")
-    return value
+    return _number(text, int, "a positive integer", is_int, "must be at least 1")
 
 
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _number(text, int, "an integer", lambda v: is_int(v, 0), "must be 0 or more")
+
+
+def _timeout(text: str) -> float:
+    return _number(
+        text,
+        float,
+        "seconds",
+        lambda v: v >= 0 and math.isfinite(v),
+        "must be 0 (no limit) or a positive number of seconds",
+    )
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
+    return _number(text, float, "seconds", lambda v: v > 0 and math.isfinite(v), "must be a positive number of seconds")
 
 
 def _memory_mb(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected megabytes, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 (no bound) or a positive number of MB, got {value}")
+    value = _number(text, int, "megabytes", lambda v: is_int(v, 0), "must be 0 (no bound) or a positive number of MB")
     if 0 < value < _MIN_WORKER_MEMORY_MB:
         raise argparse.ArgumentTypeError(
             f"a parse worker needs more than {value} MB to start (at least {_MIN_WORKER_MEMORY_MB}; 0 = no bound)"
