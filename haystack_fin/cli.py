@@ -671,6 +671,13 @@ def _add_backend_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_benchmark_store_args(parser: argparse.ArgumentParser) -> None:
+    """The store of eval, train-ranker and calibrate: by default a temporary folder they index into."""
+    parser.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
+    parser.add_argument("--qdrant-url", default=None)
+    _add_backend_arg(parser)
+
+
 def _add_store_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default="./fin-index", help="embedded Qdrant Edge folder (default ./fin-index)")
     parser.add_argument("--qdrant-url", default=None, help="Qdrant server URL; overrides --store")
@@ -835,9 +842,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="pipeline fragment applied to the query pipeline, e.g. `calibrate`'s thresholds (repeatable)",
     )
     p.add_argument("--baseline", action="store_true", help="also run plain Haystack dense retrieval")
-    p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
-    p.add_argument("--qdrant-url", default=None)
-    _add_backend_arg(p)
+    _add_benchmark_store_args(p)
     p.add_argument("--out", required=True, help="result JSON")
     _add_indexing_args(p)
     p.add_argument("-q", "--quiet", action="store_true")
@@ -849,13 +854,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--questions", action="append", default=[], help="FinanceBench-format JSONL (repeatable)")
     _add_filing_dirs_args(p)
-    p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
-    p.add_argument("--qdrant-url", default=None)
-    _add_backend_arg(p)
+    _add_benchmark_store_args(p)
     p.add_argument("--out", default="ranker_model.json", help="model JSON (default ranker_model.json)")
     p.add_argument("--dump", default=None, metavar="FILE", help="also write the candidates' features (.jsonl.gz)")
     p.add_argument("--from-dump", action="append", default=[], metavar="FILE", help="fit on a --dump file (repeatable)")
-    p.add_argument("--folds", type=int, default=5, help="company-grouped folds for the report (default 5; 0: none)")
+    p.add_argument(
+        "--folds", type=_non_negative_int, default=5, help="company-grouped folds for the report (default 5; 0: none)"
+    )
     p.add_argument("--c", type=float, default=1.0, help="inverse L2 strength of the logistic model (default 1.0)")
     p.add_argument(
         "--fit",
@@ -881,9 +886,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", required=True, help="FinanceBench-format JSONL")
     p.add_argument("--pdfs", required=True, help="folder with DOC_NAME.pdf for every question's doc_name")
     p.add_argument("--setting", choices=["single", "shared"], default="single")
-    p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
-    p.add_argument("--qdrant-url", default=None)
-    _add_backend_arg(p)
+    _add_benchmark_store_args(p)
     p.add_argument("--text-range", default=None, metavar="START:STOP:STEP", help="text thresholds (0.55:0.85:0.05)")
     p.add_argument("--table-range", default=None, metavar="START:STOP:STEP", help="table thresholds (as text)")
     p.add_argument("--image-range", default=None, metavar="START:STOP:STEP", help="image thresholds (as text)")
