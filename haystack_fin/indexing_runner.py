@@ -682,7 +682,7 @@ def add_filing_vectors(store: Any, quiet: bool = False) -> int:
     for node in tqdm(todo, desc="filing vectors", unit="filing", disable=quiet):
         filing = schema.FilingNode.from_meta(node.meta)
         conditions = [
-            {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing.filing_id},
+            schema.filing_filter(filing.filing_id),
             schema.node_type_filter(schema.NodeType.CHUNK),
         ]
         if filing.index_run:  # the chunks of the run the filing node names (a re-index may have left others)
