@@ -111,7 +111,9 @@ def phase_query(args: argparse.Namespace) -> dict[str, Any]:
     out["count"] = store.count_documents()  # both stores open lazily: this is the open
     out["open_s"] = time.perf_counter() - start
     out["rss_after_open_mb"] = _rss_mb()
-    flt = {"field": "meta.filing_id", "operator": "==", "value": f"F{args.target_filing:04d}"}
+    from haystack_fin.core import schema
+
+    flt = schema.filing_filter(f"F{args.target_filing:04d}")
     start = time.perf_counter()
     docs = store.filter_documents(filters=flt)
     out["filter_s"] = time.perf_counter() - start

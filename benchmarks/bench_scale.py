@@ -479,7 +479,7 @@ def filtered_scroll_ms(runner: Any, repeat: int = 5) -> dict[str, Any]:
     from haystack_fin.store_registry import shared_store
 
     store = shared_store(runner.pipe.get_component("retriever").document_store)
-    flt = {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": STARTUP_FILING}
+    flt = schema.filing_filter(STARTUP_FILING)
     times = []
     n_docs = 0
     for _ in range(repeat):

@@ -88,7 +88,7 @@ def build_all(store: Any, forms: set[str], lexicon: Lexicon) -> list[tuple[schem
     for filing in filings:
         if forms and filing.form not in forms:
             continue
-        docs = store.filter_documents(filters={"field": "meta.filing_id", "operator": "==", "value": filing.filing_id})
+        docs = store.filter_documents(filters=schema.filing_filter(filing.filing_id))
         chunks = [
             {"id": d.id, "content": d.content, "meta": d.meta}
             for d in docs

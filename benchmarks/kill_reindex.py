@@ -142,7 +142,7 @@ def inspect_store(store_dir: Path, versions: dict[int, dict[str, Any]]) -> dict[
                 if d.meta.get(schema.NODE_TYPE) == schema.NodeType.CHUNK.value
             }
         version = next((v for v in versions if read == expected(versions[v])), None)
-        nodes = store.filter_documents({"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": FILING_ID})
+        nodes = store.filter_documents(schema.filing_filter(FILING_ID))
         by_run: dict[str, int] = {}
         for node in nodes:
             if node.meta.get(schema.NODE_TYPE) == schema.NodeType.CHUNK.value:
@@ -173,7 +173,7 @@ def recover(store_dir: Path, versions: dict[int, dict[str, Any]]) -> dict[str, A
         writer = FilingWriter(document_store=store)
         if hasattr(writer, "warm_up"):
             writer.warm_up()
-        nodes = store.filter_documents({"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": FILING_ID})
+        nodes = store.filter_documents(schema.filing_filter(FILING_ID))
     finally:
         store.close()
     runs = {str(n.meta.get(schema.INDEX_RUN)) for n in nodes}

@@ -7,9 +7,11 @@ import math
 import os
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from haystack_fin.core.validation import is_int
 
 # Not imported from pipeline_loader: that module imports Haystack, which this module loads lazily per command.
 BACKEND_ENV = "HAYSTACK_FIN_STORE_BACKEND"
@@ -20,7 +22,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-logger = logging.getLogger("haystack_fin")
 
 REST_PORT, MCP_PORT = 1416, 1417  # the ports Hayhooks used, so existing clients keep theirs
 # indexing_runner.DEFAULT_WORKER_MEMORY_MB, repeated: this module imports no Haystack before a command runs.
@@ -29,57 +30,47 @@ _MIN_WORKER_MEMORY_MB = 1024  # a worker holds ~0.4 GB once its parse stage is l
 _FILING_SUFFIXES = (".pdf", ".htm", ".html", ".xhtml", ".gz")
 _SUBMISSION_SUFFIX = ".txt"  # an EDGAR full submission, taken from a folder only when it starts like one
 _INT_FIELDS = {"fiscal_year", "fiscal_quarter"}
+_N = TypeVar("_N", int, float)
 
 
 # argparse ``type=`` validators: a bad value is an argparse error (usage, one line, exit 2), not a traceback from
 # deep inside a pipeline run ("-k 0" used to surface as a PipelineRuntimeError saying "got -2").
+def _number(text: str, parse: Callable[[str], _N], expected: str, valid: Callable[[_N], bool], problem: str) -> _N:
+    """``parse(text)``, or an argparse error saying what was ``expected`` (unparsable) or the ``problem`` (not
+    ``valid``)."""
+    try:
+        value = parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not valid(value):
+        raise argparse.ArgumentTypeError(f"{problem}, got {text}")
+    return value
+
+
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if value < 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or a positive number of seconds, got {text}")
-    return value
+    return _number(text, int, "a positive integer", is_int, "must be at least 1")
 
 
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _number(text, int, "an integer", lambda v: is_int(v, 0), "must be 0 or more")
+
+
+def _timeout(text: str) -> float:
+    return _number(
+        text,
+        float,
+        "seconds",
+        lambda v: v >= 0 and math.isfinite(v),
+        "must be 0 (no limit) or a positive number of seconds",
+    )
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
+    return _number(text, float, "seconds", lambda v: v > 0 and math.isfinite(v), "must be a positive number of seconds")
 
 
 def _memory_mb(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected megabytes, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 (no bound) or a positive number of MB, got {value}")
+    value = _number(text, int, "megabytes", lambda v: is_int(v, 0), "must be 0 (no bound) or a positive number of MB")
     if 0 < value < _MIN_WORKER_MEMORY_MB:
         raise argparse.ArgumentTypeError(
             f"a parse worker needs more than {value} MB to start (at least {_MIN_WORKER_MEMORY_MB}; 0 = no bound)"
@@ -250,7 +241,7 @@ def filing_profiles(store: Any, filing_id: str | None = None) -> list[dict[str, 
 
     conditions = [schema.node_type_filter(schema.NodeType.FILING)]
     if filing_id:
-        conditions.append({"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id})
+        conditions.append(schema.filing_filter(filing_id))
     found = store.filter_documents(filters={"operator": "AND", "conditions": conditions})
     nodes = sorted((schema.FilingNode.from_meta(d.meta) for d in found), key=lambda n: n.filing_id)
     pending = {w.filing_id: w for w in pending_writes(store)}
@@ -346,7 +337,7 @@ def filing_graph(store: Any, filing_id: str) -> Any:
     from haystack_fin.core.lexicon import Lexicon
     from haystack_fin.store_registry import one_run
 
-    found = store.filter_documents(filters={"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id})
+    found = store.filter_documents(filters=schema.filing_filter(filing_id))
     found = one_run(filing_id, found)  # the run the filing node names (a re-index may be under way)
     chunks = [d for d in found if str(d.meta.get(schema.NODE_TYPE) or "chunk") == schema.NodeType.CHUNK.value]
     if not chunks:
@@ -496,7 +487,7 @@ def _benchmark_store(args: argparse.Namespace, command: str) -> str | None:
     ``--qdrant-url``); checked (and created) like ``index`` checks it."""
     from haystack_fin.pipeline_loader import pipeline_dict
 
-    store = args.store
+    store: str | None = args.store
     if store is None and args.qdrant_url is None:
         import tempfile
 
@@ -564,7 +555,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from haystack_fin.calibration import fragment, run_calibration, sweep_table
     from haystack_fin.core.retrieval.modality_fallback import threshold_grid
 
-    grids = {}
+    grids: dict[str, list[float] | None] = {}
     for name in ("text_range", "table_range", "image_range"):
         raw = getattr(args, name)
         if raw is None:
@@ -678,6 +669,13 @@ def _add_backend_arg(parser: argparse.ArgumentParser) -> None:
         help="kind of --store folder: edge (Qdrant Edge, the default) or local (qdrant-client local mode, the "
         "format of haystack-fin before Edge)",
     )
+
+
+def _add_benchmark_store_args(parser: argparse.ArgumentParser) -> None:
+    """The store of eval, train-ranker and calibrate: by default a temporary folder they index into."""
+    parser.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
+    parser.add_argument("--qdrant-url", default=None)
+    _add_backend_arg(parser)
 
 
 def _add_store_args(parser: argparse.ArgumentParser) -> None:
@@ -844,9 +842,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="pipeline fragment applied to the query pipeline, e.g. `calibrate`'s thresholds (repeatable)",
     )
     p.add_argument("--baseline", action="store_true", help="also run plain Haystack dense retrieval")
-    p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
-    p.add_argument("--qdrant-url", default=None)
-    _add_backend_arg(p)
+    _add_benchmark_store_args(p)
     p.add_argument("--out", required=True, help="result JSON")
     _add_indexing_args(p)
     p.add_argument("-q", "--quiet", action="store_true")
@@ -858,13 +854,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--questions", action="append", default=[], help="FinanceBench-format JSONL (repeatable)")
     _add_filing_dirs_args(p)
-    p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
-    p.add_argument("--qdrant-url", default=None)
-    _add_backend_arg(p)
+    _add_benchmark_store_args(p)
     p.add_argument("--out", default="ranker_model.json", help="model JSON (default ranker_model.json)")
     p.add_argument("--dump", default=None, metavar="FILE", help="also write the candidates' features (.jsonl.gz)")
     p.add_argument("--from-dump", action="append", default=[], metavar="FILE", help="fit on a --dump file (repeatable)")
-    p.add_argument("--folds", type=int, default=5, help="company-grouped folds for the report (default 5; 0: none)")
+    p.add_argument(
+        "--folds", type=_non_negative_int, default=5, help="company-grouped folds for the report (default 5; 0: none)"
+    )
     p.add_argument(
         "--c", type=float, default=0.1, help="inverse L2 strength of the logistic model (default 0.1, as shipped)"
     )
@@ -892,9 +888,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", required=True, help="FinanceBench-format JSONL")
     p.add_argument("--pdfs", required=True, help="folder with DOC_NAME.pdf for every question's doc_name")
     p.add_argument("--setting", choices=["single", "shared"], default="single")
-    p.add_argument("--store", default=None, help="reuse/create this index folder (default: a temporary one)")
-    p.add_argument("--qdrant-url", default=None)
-    _add_backend_arg(p)
+    _add_benchmark_store_args(p)
     p.add_argument("--text-range", default=None, metavar="START:STOP:STEP", help="text thresholds (0.55:0.85:0.05)")
     p.add_argument("--table-range", default=None, metavar="START:STOP:STEP", help="table thresholds (as text)")
     p.add_argument("--image-range", default=None, metavar="START:STOP:STEP", help="image thresholds (as text)")

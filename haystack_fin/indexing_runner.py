@@ -22,7 +22,7 @@ process boundary pickled (a 10-K's ~1,600 chunks: ~2 MB, <0.1 s each way, agains
 """
 
 import contextlib
-import logging
+import logging as std_logging
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -36,10 +36,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from haystack import Document, Pipeline
+from haystack import Document, Pipeline, logging
 
 from haystack_fin.core import schema
 from haystack_fin.core.ingest.filing_identity import FilingIdentity, filing_id_for, sha256_of
+from haystack_fin.core.validation import check_int
 from haystack_fin.pipeline_loader import ALLOWED_MODULES, drop_components
 from haystack_fin.store_check import connect_store, error_line
 
@@ -213,7 +214,7 @@ class _ParseStage:
             if self.memory_limit_mb is not None and _is_memory_error(exc):
                 self.out_of_memory = True
                 return IdentifyOutcome(source, None, [_memory_line(source, self.memory_limit_mb)], 0.0)
-            logger.debug("Identifying %s failed", source, exc_info=True)
+            logger.debug("Identifying {source} failed", source=source, exc_info=True)
             basis = "given" if given else "file name"
             identity = FilingIdentity(source, str(given or filing_id_for(source)), basis, sha256_of(source))
         return IdentifyOutcome(source, identity, [], time.perf_counter() - t0)
@@ -225,7 +226,7 @@ class _ParseStage:
                 {self.entry: {"sources": [source], "meta": meta}}, include_outputs_from=self.components
             )
         except Exception as exc:  # a component bug on one filing is that filing's failure
-            logger.debug("Parse stage failed on %s", source, exc_info=True)
+            logger.debug("Parse stage failed on {source}", source=source, exc_info=True)
             line = f"{source}: {error_line(exc)}"
             if self.memory_limit_mb is not None and _is_memory_error(exc):
                 self.out_of_memory, line = True, _memory_line(source, self.memory_limit_mb)
@@ -333,7 +334,7 @@ def _worker_main(
     _die_with_parent()
     # Ctrl-C reaches the whole process group; the parent handles it and shuts the workers down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(level=log_level, format=_LOG_FORMAT)
+    std_logging.basicConfig(level=log_level, format=_LOG_FORMAT)
     limited = limit_memory(memory_limit_mb)
     try:
         stage = _ParseStage(parse_data, crossing, entry, memory_limit_mb if limited else None)
@@ -390,10 +391,8 @@ class ParseWorkerPool:
         in_process: bool = False,
         worker_memory_mb: int | None = DEFAULT_WORKER_MEMORY_MB,
     ) -> None:
-        if workers < 1:
-            raise ValueError(f"workers must be at least 1, got {workers}")
-        if worker_memory_mb is not None and worker_memory_mb < 1:
-            raise ValueError(f"worker_memory_mb must be at least 1 (or None), got {worker_memory_mb}")
+        check_int("workers", workers)
+        check_int("worker_memory_mb", worker_memory_mb, optional=True)
         parse_components = tuple(parse_components)
         self.parse_data, self.write_data, self.crossing = split_indexing_pipeline(pipeline_data, parse_components)
         self.entry = parse_components[0]
@@ -433,7 +432,7 @@ class ParseWorkerPool:
                     self.parse_data,
                     self.crossing,
                     self.entry,
-                    logging.getLogger().getEffectiveLevel(),
+                    std_logging.getLogger().getEffectiveLevel(),
                     self.worker_memory_mb,
                 ),
                 name=f"haystack-fin-parse-{len(self._workers)}",
@@ -604,7 +603,7 @@ class ParseWorkerPool:
                 worker.task = None  # stopped on purpose: not a crash
                 self._stop(worker)
                 line = f"{source}: timed out after {timeout_s:g} s"
-                logger.warning("%s", line)
+                logger.warning("{line}", line=line)
                 done[i] = self._failed(source, line, now - worker.task_started, timed_out=True)
 
     def _receive(self, worker: _Worker, done: dict[int, Any]) -> None:
@@ -637,7 +636,7 @@ class ParseWorkerPool:
         if task is not None:
             i, source = task
             line = f"{source}: worker process died ({_exit_text(code)})"
-            logger.warning("%s", line)
+            logger.warning("{line}", line=line)
             done[i] = self._failed(source, line, time.monotonic() - worker.task_started)
 
 
@@ -683,7 +682,7 @@ def add_filing_vectors(store: Any, quiet: bool = False) -> int:
     for node in tqdm(todo, desc="filing vectors", unit="filing", disable=quiet):
         filing = schema.FilingNode.from_meta(node.meta)
         conditions = [
-            {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing.filing_id},
+            schema.filing_filter(filing.filing_id),
             schema.node_type_filter(schema.NodeType.CHUNK),
         ]
         if filing.index_run:  # the chunks of the run the filing node names (a re-index may have left others)
@@ -691,7 +690,7 @@ def add_filing_vectors(store: Any, quiet: bool = False) -> int:
         chunks = store.filter_documents(filters={"operator": "AND", "conditions": conditions})
         [with_vector] = with_filing_vectors([node], chunks)  # FilingWriter's rule, on the stored chunks
         if with_vector.embedding is None:
-            logger.warning("%s: no chunk vectors, so no filing vector", filing.filing_id)
+            logger.warning("{filing_id}: no chunk vectors, so no filing vector", filing_id=filing.filing_id)
             continue
         store.write_documents([with_vector], policy=DuplicatePolicy.OVERWRITE)
         updated += 1
@@ -908,7 +907,7 @@ def index_filings(
                 try:
                     result = write.run(outcome.stage_outputs)
                 except Exception as exc:  # e.g. the embedder on one filing: that filing fails, the batch goes on
-                    logger.debug("Write stage failed on %s", outcome.source, exc_info=True)
+                    logger.debug("Write stage failed on {source}", source=outcome.source, exc_info=True)
                     report.n_failed += 1
                     report.failures.append(f"{outcome.source}: {error_line(exc)}")
                     continue

@@ -10,7 +10,7 @@ import copy
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import yaml
 from haystack import Pipeline
@@ -20,6 +20,7 @@ from haystack_fin.document_stores.qdrant_edge.document_store import DEFAULT_PAYL
 from haystack_fin.store_check import EDGE_STORE_TYPE, QDRANT_STORE_TYPE, store_nodes
 
 ALLOWED_MODULES = ["haystack_fin"]
+_C = TypeVar("_C")
 # "edge": QdrantEdgeDocumentStore, "local": qdrant-client local mode (QdrantDocumentStore(path=...)); None keeps
 # the YAML's store type. The environment variable lets the CLI's --store-backend reach indexing worker processes
 # and the evaluation runner without threading a parameter through every call.
@@ -209,3 +210,10 @@ def load_pipeline(
     ``pipeline_dict``) overridden and an optional ``transform`` of its dict form (e.g. ``strip_generation``)."""
     data = pipeline_dict(name_or_path, store_path, qdrant_url, index, backend)
     return Pipeline.from_dict(transform(data) if transform else data, allowed_modules=ALLOWED_MODULES)
+
+
+def component_as(pipe: Pipeline, name: str, kind: type[_C]) -> _C:
+    """``pipe.get_component(name)`` as the class the YAML names: Haystack returns its ``Component`` protocol, which
+    has none of our components' own methods (``preload``, ``score_candidates``, ...). ``kind`` only types the result;
+    nothing is checked at run time."""
+    return cast(_C, pipe.get_component(name))

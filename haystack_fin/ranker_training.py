@@ -13,7 +13,6 @@ doc_name's first part when absent).
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,6 @@ from haystack_fin.core.retrieval.ranking_replay import (
     replay,
     stack,
 )
-
-logger = logging.getLogger(__name__)
 
 
 def question_companies(path: str | Path) -> dict[str, str]:
@@ -63,8 +60,10 @@ def dump_features(
     """Index the questions' filings (as ``eval`` does), run the query pipeline on each question in its own filing and
     record the ranker's candidates. Returns the records and a check: how many questions' replayed top 10 (with the
     scores the pipeline used) differs from what the pipeline returned (0 when replay is faithful)."""
-    from haystack_fin.components.two_stage_ranker import _deduplicate
+    from haystack_fin.components.passage_window import PassageWindow
+    from haystack_fin.components.two_stage_ranker import TwoStageRanker, _deduplicate
     from haystack_fin.evaluation_runner import HaystackFinRetrieval, index_question_filings
+    from haystack_fin.pipeline_loader import component_as
 
     questions = load_questions(questions_path)
     companies = question_companies(questions_path)
@@ -72,7 +71,9 @@ def dump_features(
     index_question_filings(questions, list(filing_dirs), store_path, qdrant_url, quiet, timeout_s)
     fin = HaystackFinRetrieval(store_path, qdrant_url, set(ablate), fragments=list(fragments))
     pipe = fin.runner.pipe
-    ranker, window, embedder = (pipe.get_component(n) for n in ("ranker", "window", "embedder"))
+    ranker = component_as(pipe, "ranker", TwoStageRanker)
+    window = component_as(pipe, "window", PassageWindow)
+    embedder = pipe.get_component("embedder")
     window_component = fin.runner.data["components"]["window"]["init_parameters"]
     ranker_params = fin.runner.data["components"]["ranker"]["init_parameters"]
     settings = ReplaySettings(
@@ -171,7 +172,7 @@ def cross_validate_dump(
     return cross_validate(
         records,
         fitted,
-        {"hand-set": lambda record: record.hand_scores},
+        {"hand-set": lambda record: record.hand_scores.tolist()},
         settings=settings or SHIPPED_REPLAY,
         n_splits=n_splits,
     )

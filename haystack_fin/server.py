@@ -19,7 +19,7 @@ import functools
 import hmac
 import ipaddress
 import json
-import logging
+import logging as std_logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable
@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from haystack import logging
 from pydantic import BaseModel, ConfigDict
 from starlette.authentication import AuthCredentials, AuthenticationBackend, AuthenticationError, SimpleUser
 from starlette.middleware import Middleware
@@ -259,7 +260,9 @@ def create_app(service: FinService, options: ServeOptions) -> FastAPI:
     async def refused(request: Request, exc: RequestError) -> JSONResponse:
         rid = _request_id()
         if exc.status >= 500:
-            logger.warning("request %s %s: %s %s", rid, request.url.path, exc.status, exc)
+            logger.warning(
+                "request {rid} {path}: {status} {error}", rid=rid, path=request.url.path, status=exc.status, error=exc
+            )
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, ServerBusy) else None
         return _error(exc.status, str(exc), rid, headers)
 
@@ -279,7 +282,7 @@ def create_app(service: FinService, options: ServeOptions) -> FastAPI:
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception) -> JSONResponse:
         rid = _request_id()
-        logger.error("request %s %s failed", rid, request.url.path, exc_info=exc)
+        logger.error("request {rid} {path} failed", rid=rid, path=request.url.path, exc_info=exc)
         return _error(500, f"internal error; the server log has the details of request {rid}", rid)
 
     @app.get(HEALTH_PATH)
@@ -418,7 +421,7 @@ def _stream_end(future: "asyncio.Future[dict[str, Any]]", called: list[bool]) ->
         return f"\n\nerror: {exc}"
     except Exception as exc:
         rid = _request_id()
-        logger.error("request %s /v1/chat/completions failed", rid, exc_info=exc)
+        logger.error("request {rid} /v1/chat/completions failed", rid=rid, exc_info=exc)
         return f"\n\nerror: internal error; the server log has the details of request {rid}"
     text = render_chat(out)
     return text[len(out["answer"] or "") :] if called else text
@@ -451,7 +454,7 @@ def _mcp_server(service: FinService, slots: RequestSlots) -> Any:
             raise ToolError(str(exc)) from None
         except Exception as exc:
             rid = _request_id()
-            logger.error("request %s MCP %s failed", rid, PIPELINE_NAME, exc_info=exc)
+            logger.error("request {rid} MCP {pipeline} failed", rid=rid, pipeline=PIPELINE_NAME, exc_info=exc)
             raise ToolError(f"internal error; the server log has the details of request {rid}") from None
 
     mcp.add_tool(
@@ -489,20 +492,20 @@ def serve(config: ServingConfig, options: ServeOptions) -> None:
             import mcp as _mcp  # noqa: F401
         except ImportError:
             raise RequestError("the MCP endpoint needs the mcp package: pip install 'haystack-fin[serve]'") from None
-    logging.getLogger("haystack_fin").setLevel(logging.INFO)
+    std_logging.getLogger("haystack_fin").setLevel(std_logging.INFO)
     service = FinService(config)
     try:
         service.warm_up()
         app = create_app(service, options)
         logger.info(
-            "serving %s on http://%s:%d (request timeout %g s, queue %d%s%s)",
-            PIPELINE_NAME,
-            options.host,
-            options.port,
-            options.request_timeout,
-            options.max_queue,
-            ", API key required" if options.api_key else "",
-            ", MCP at /mcp" if options.mcp else "",
+            "serving {pipeline} on http://{host}:{port} (request timeout {timeout:g} s, queue {queue}{key}{mcp})",
+            pipeline=PIPELINE_NAME,
+            host=options.host,
+            port=options.port,
+            timeout=options.request_timeout,
+            queue=options.max_queue,
+            key=", API key required" if options.api_key else "",
+            mcp=", MCP at /mcp" if options.mcp else "",
         )
         uvicorn.run(
             app,

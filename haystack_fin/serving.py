@@ -17,7 +17,6 @@ The HTTP and MCP side is ``haystack_fin/server.py``. Configuration comes from th
 """
 
 import asyncio
-import logging
 import math
 import os
 import re
@@ -28,6 +27,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from haystack import logging
 
 from haystack_fin.responses import generation_status, query_response, unknown_filing_ids
 
@@ -247,7 +248,7 @@ class FinService:
         self._profiles_read = time.monotonic()
         self.ollama_up()
         took = time.perf_counter() - start
-        logger.info("haystack-fin service warm in %.1f s", took)
+        logger.info("haystack-fin service warm in {took:.1f} s", took=took)
         return took
 
     def close(self) -> None:
@@ -260,8 +261,8 @@ class FinService:
         if now - self._ollama_checked > 5.0:
             up = ollama_reachable(self.ollama_url)
             if up != self._ollama_up:
-                level = logging.INFO if up else logging.WARNING
-                logger.log(level, "Ollama at %s is %s", self.ollama_url, "reachable" if up else "not reachable")
+                log = logger.info if up else logger.warning
+                log("Ollama at {url} is {state}", url=self.ollama_url, state="reachable" if up else "not reachable")
             self._ollama_up = up
             self._ollama_checked = now
         return bool(self._ollama_up)
@@ -356,7 +357,7 @@ class FinService:
             if deadline.expired:
                 raise RequestTimeout(deadline.seconds) from exc
             if getattr(exc, "component_name", None) == "llm":  # Haystack's PipelineRuntimeError names the component
-                logger.exception("the generator at %s failed", self.ollama_url)
+                logger.exception("the generator at {url} failed", url=self.ollama_url)
                 raise RequestError("the answer generator failed; the server log has the details", 502) from exc
             raise
         out = query_response(

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# Haystack's keyword logging style without importing Haystack (see above).
 from haystack_fin.core.log import get_logger
 
 logger = get_logger(__name__)

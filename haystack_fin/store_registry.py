@@ -94,6 +94,12 @@ class SharedStoreClient:
             self._filings = shared_filing_cache(self.document_store, max_filings)
         return self._filings
 
+    def clear_cache(self) -> None:
+        """Forget all cached filings of this store configuration, for every component sharing them (e.g. after
+        re-indexing into a store without ``get_documents_by_id``)."""
+        if self._filings is not None:
+            self._filings.clear()
+
     def close(self) -> None:
         """Release the shared store instance (an embedded folder admits one open store) and its filing cache;
         ``Pipeline.close()`` calls this. A later run attaches again."""
@@ -107,9 +113,6 @@ class SharedStoreClient:
 
 _FILING_NODE = schema.NodeType.FILING.value
 _PENDING = schema.NodeType.PENDING.value
-_NODE_TYPE = "node_type"
-_FILING_ID = "filing_id"
-_INDEX_RUN = "index_run"
 
 
 @dataclass
@@ -141,9 +144,9 @@ class FilingEntry:
 
 def _index_run_of(docs: list[Any]) -> str:
     for doc in docs:
-        if (doc.meta or {}).get(_NODE_TYPE) == _FILING_NODE:
-            return str(doc.meta.get(_INDEX_RUN) or "")
-    return str((docs[0].meta or {}).get(_INDEX_RUN) or "") if docs else ""
+        if (doc.meta or {}).get(schema.NODE_TYPE) == _FILING_NODE:
+            return str(doc.meta.get(schema.INDEX_RUN) or "")
+    return str((docs[0].meta or {}).get(schema.INDEX_RUN) or "") if docs else ""
 
 
 def one_run(filing_id: str, docs: list[Any]) -> list[Any]:
@@ -152,15 +155,18 @@ def one_run(filing_id: str, docs: list[Any]) -> list[Any]:
     mix. Without a filing node (or a run on it) every node is kept, unless FilingWriter's pending marker is there:
     then the nodes are a first write that has not finished (or was interrupted), and none is kept. The marker
     itself is never kept."""
-    if any((d.meta or {}).get(_NODE_TYPE) == _PENDING for d in docs):
-        if not any((d.meta or {}).get(_NODE_TYPE) == _FILING_NODE for d in docs):
+    if any((d.meta or {}).get(schema.NODE_TYPE) == _PENDING for d in docs):
+        if not any((d.meta or {}).get(schema.NODE_TYPE) == _FILING_NODE for d in docs):
             logger.info("filing {filing_id}: a first write not finished, left out", filing_id=filing_id)
             return []
-        docs = [d for d in docs if (d.meta or {}).get(_NODE_TYPE) != _PENDING]
-    run = next((str(d.meta.get(_INDEX_RUN) or "") for d in docs if (d.meta or {}).get(_NODE_TYPE) == _FILING_NODE), "")
+        docs = [d for d in docs if (d.meta or {}).get(schema.NODE_TYPE) != _PENDING]
+    run = next(
+        (str(d.meta.get(schema.INDEX_RUN) or "") for d in docs if (d.meta or {}).get(schema.NODE_TYPE) == _FILING_NODE),
+        "",
+    )
     if not run:
         return docs
-    kept = [d for d in docs if (d.meta or {}).get(_INDEX_RUN) in (None, "", run)]
+    kept = [d for d in docs if (d.meta or {}).get(schema.INDEX_RUN) in (None, "", run)]
     if len(kept) < len(docs):
         logger.info(
             "filing {filing_id}: {n} nodes of another indexing run than {run} left out",
@@ -246,8 +252,8 @@ class FilingCache:
             # Filing nodes have deterministic ids ("<filing_id>#filing"): a point lookup, not a scan.
             for node in store.get_documents_by_id([f"{fid}#filing" for fid in to_probe]):
                 meta = node.meta or {}
-                if meta.get(_FILING_ID) and meta.get(_INDEX_RUN):
-                    known[str(meta[_FILING_ID])] = str(meta[_INDEX_RUN])
+                if meta.get(schema.FILING_ID) and meta.get(schema.INDEX_RUN):
+                    known[str(meta[schema.FILING_ID])] = str(meta[schema.INDEX_RUN])
         stale = sorted(
             fid for fid, entry in cached.items() if fid in known and known[fid] not in {entry.index_run, *entry.runs}
         )
@@ -275,16 +281,11 @@ class FilingCache:
 
     @staticmethod
     def _fetch(store: Any, filing_ids: list[str]) -> dict[str, FilingEntry]:
-        field_name = f"meta.{_FILING_ID}"
-        flt = (
-            {"field": field_name, "operator": "==", "value": filing_ids[0]}
-            if len(filing_ids) == 1
-            else {"field": field_name, "operator": "in", "value": filing_ids}
-        )
+        flt = schema.filing_filter(filing_ids[0] if len(filing_ids) == 1 else filing_ids)
         docs: dict[str, list[Any]] = {fid: [] for fid in filing_ids}
         vectors: dict[str, dict[str, np.ndarray]] = {fid: {} for fid in filing_ids}
         for doc in store.filter_documents(filters=flt):
-            fid = str((doc.meta or {}).get(_FILING_ID))
+            fid = str((doc.meta or {}).get(schema.FILING_ID))
             if doc.embedding:  # Qdrant returns {} / [] for a point stored without a vector
                 vectors.setdefault(fid, {})[doc.id] = np.asarray(doc.embedding, dtype=np.float32)
             docs.setdefault(fid, []).append(replace(doc, embedding=None))
@@ -296,7 +297,9 @@ class FilingCache:
                 _index_run_of(docs[fid]),
                 docs[fid],
                 {i: v for i, v in vectors.get(fid, {}).items() if i in {d.id for d in docs[fid]}},
-                runs=frozenset(str(d.meta[_INDEX_RUN]) for d in docs[fid] if (d.meta or {}).get(_INDEX_RUN)),
+                runs=frozenset(
+                    str(d.meta[schema.INDEX_RUN]) for d in docs[fid] if (d.meta or {}).get(schema.INDEX_RUN)
+                ),
             )
             for fid in filing_ids
             if docs[fid]

@@ -39,7 +39,7 @@ def nearest_chunks(
     """The ``top_k`` chunks nearest to ``query_embedding`` in the whole store, or among ``filing_ids``' chunks."""
     filters: dict[str, Any] = _CHUNKS
     if filing_ids is not None:
-        in_filings = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": filing_ids}
+        in_filings = schema.filing_filter(filing_ids)
         filters = {"operator": "AND", "conditions": [_CHUNKS, in_filings]}
     return nearest_nodes(store, query_embedding, filters, top_k)
 
@@ -143,5 +143,5 @@ class DenseFilingScope(SharedStoreClient):
             reason = f"filings of the {n_hits} nearest chunks"
             if candidates is not None:
                 reason += f" among the {len(candidates)} filings nearest by filing vector"
-        filters = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": ids} if ids else {}
+        filters = schema.filing_filter(ids) if ids else {}
         return {"filing_ids": ids, "filters": filters, "scope": {"reason": reason, "chunks_per_filing": dict(counts)}}

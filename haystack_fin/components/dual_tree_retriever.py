@@ -273,12 +273,6 @@ class DualTreeRetriever(SharedStoreClient):
             )
         self._store = store
 
-    def clear_cache(self) -> None:
-        """Forget all cached filings of this store configuration, for every component sharing them (e.g. after
-        re-indexing into a store without ``get_documents_by_id``)."""
-        if self._filings is not None:
-            self._filings.clear()
-
     # -- loading --------------------------------------------------------------------------------------------------
     def _build(self, entry: FilingEntry) -> _CachedFiling:
         """The retriever's view of one cached filing: Item trees (vectors as numpy matrices) and chunk Documents."""

@@ -25,6 +25,7 @@ from haystack_fin.core.ingest.html import parse_html_filing
 from haystack_fin.core.ingest.layout import FilingParseError, ParsedFiling
 from haystack_fin.core.ingest.pdf import TableFinder, cover_page_texts, parse_pdf_filing
 from haystack_fin.core.text import normalize_whitespace
+from haystack_fin.core.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +130,7 @@ class FilingConverter:
             raise ValueError(f"table_finder must be one of {_TABLE_FINDERS}, got {table_finder!r}")
         if backend not in _BACKENDS:
             raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
-        if isinstance(max_decompressed_mb, bool) or not isinstance(max_decompressed_mb, int) or max_decompressed_mb < 1:
-            raise ValueError(f"max_decompressed_mb must be a positive integer, got {max_decompressed_mb!r}")
+        check_int("max_decompressed_mb", max_decompressed_mb)
         self.formats = formats
         self.table_finder = table_finder
         self.extract_images = extract_images

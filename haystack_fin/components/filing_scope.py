@@ -321,7 +321,7 @@ class FilingScope(SharedStoreClient):
             decision = bound_unscoped(decision, nearest, limit)
         decision = self._say_what_is_not_there(query, decision, analysed, bool(filing_ids))
         ids = decision.filing_ids
-        filters = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(ids)} if ids else {}
+        filters = schema.filing_filter(ids) if ids else {}
         logger.debug(
             "FilingScope {query!r} -> {filing_ids} ({reason})", query=query, filing_ids=ids, reason=decision.reason
         )

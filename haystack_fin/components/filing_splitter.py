@@ -19,7 +19,7 @@ from haystack_fin.core.ingest.filing_node import (
 from haystack_fin.core.ingest.items import EXHIBIT_PREFIX
 from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.semantic import semantic_chunks
-from haystack_fin.core.ingest.structure import ChunkRecord, TextChunker, structure_filing
+from haystack_fin.core.ingest.structure import TextChunker, structure_filing
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import DEFAULT_EMBEDDER
 from haystack_fin.core.retrieval.filing_profile import form_family
@@ -306,11 +306,6 @@ class FilingSplitter:
             filing_id=filing_id, n=len(chunks), pages=n_pages, ms=1000 * (time.perf_counter() - start),
             cpu_ms=1000 * (time.process_time() - cpu),
         )  # fmt: skip
-
-    def _chunk_document(self, meta: dict[str, Any], rec: ChunkRecord, index: int, run_id: str) -> Document:
-        statements = self._lexicon if self.tag_statements else None
-        node_id = schema.chunk_id(str(meta[schema.FILING_ID]), index, run_id)
-        return Document(id=node_id, content=rec.content, meta=chunk_meta(meta, rec, index, run_id, statements))
 
     def _run_parameters(self) -> list[str]:
         """Every setting that changes the stored nodes (``indexing_run_id``): the run id changes with them."""

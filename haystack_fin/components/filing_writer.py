@@ -210,7 +210,7 @@ class PendingWrite:
 
 
 def _other_runs_filter(filing_id: str, keep_run: str | None, markers: bool = True) -> dict[str, Any]:
-    conditions: list[dict[str, Any]] = [{"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id}]
+    conditions: list[dict[str, Any]] = [schema.filing_filter(filing_id)]
     if keep_run is not None:
         conditions.append({"field": f"meta.{schema.INDEX_RUN}", "operator": "!=", "value": keep_run})
     if not markers:
@@ -241,7 +241,7 @@ def pending_writes(store: Any) -> list[PendingWrite]:
             "operator": "AND",
             "conditions": [
                 schema.node_type_filter(schema.NodeType.FILING),
-                {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": fids},
+                schema.filing_filter(fids),
             ],
         }
     )

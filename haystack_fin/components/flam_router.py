@@ -34,13 +34,13 @@ def budget_filters(budgets: list[ItemBudget], filing_ids: list[str] | None = Non
     if not items_by_filing:
         if not filing_ids:
             return None
-        scope = {"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(filing_ids)}
+        scope = schema.filing_filter(filing_ids)
         return {"operator": "AND", "conditions": [chunk, scope]}
     pairs = [
         {
             "operator": "AND",
             "conditions": [
-                {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": filing_id},
+                schema.filing_filter(filing_id),
                 {"field": f"meta.{schema.ITEM}", "operator": "in", "value": items},
             ],
         }
@@ -188,7 +188,7 @@ class FlamRouter(SharedStoreClient):
             return [n for n in nodes if n.meta.get(schema.NODE_TYPE) == NodeType.FILING.value]
         conditions: list[dict[str, Any]] = [schema.node_type_filter(schema.NodeType.FILING)]
         if filing_ids is not None:
-            conditions.append({"field": f"meta.{schema.FILING_ID}", "operator": "in", "value": list(filing_ids)})
+            conditions.append(schema.filing_filter(filing_ids))
         return list(self._store.filter_documents(filters={"operator": "AND", "conditions": conditions}))
 
     def _filing_stats(self, filing_ids: list[str] | None) -> list[FilingStats]:

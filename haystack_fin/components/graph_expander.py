@@ -153,11 +153,6 @@ class GraphExpander(SharedStoreClient):
         self._attach_store()
         self._attach_filings(self.cache_size)
 
-    def clear_cache(self) -> None:
-        """Forget the cached filings of this store configuration (shared with the retriever on the same store)."""
-        if self._filings is not None:
-            self._filings.clear()
-
     # -- graphs ---------------------------------------------------------------------------------------------------
     def _view_key(self) -> str:
         # The graph depends on the lexicon (metrics of the chunks); the expansion parameters apply at query time.

@@ -66,7 +66,7 @@ def candidate_facts(doc: Document) -> CandidateFacts:
     meta = doc.meta
     retrieval = meta.get(schema.RETRIEVAL)
     source = candidate_source(retrieval)
-    graph = meta.get(schema.GRAPH) if isinstance(meta.get(schema.GRAPH), dict) else {}
+    graph: dict[str, Any] = found if isinstance(found := meta.get(schema.GRAPH), dict) else {}
     budget = meta.get(BUDGET_K)
     position = retrieval.get("position") if isinstance(retrieval, dict) else None
     return CandidateFacts(

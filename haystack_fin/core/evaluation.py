@@ -29,6 +29,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from haystack_fin.core.validation import check_int
+
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
 CANDIDATE_NS: tuple[int, ...] = (20, 50, 100)  # candidate recall@N: the first N of the ranker's input
 MRR_CUTOFF = 10  # mrr looks at the top 10 only
@@ -155,8 +157,10 @@ def score_question(question: Question, passages: Sequence[Passage], ks: Iterable
     question's filing; context_words counts every passage.
     """
     ks = sorted(set(ks))
-    if not ks or ks[0] < 1:
-        raise ValueError(f"ks must be positive integers, got {ks}")
+    if not ks:
+        raise ValueError("ks must name at least one cut-off")
+    for k in ks:
+        check_int("each of ks", k)
     required = question.required_pages()
 
     snippet_tokens = [normalize_tokens(text) for text in question.evidence_texts]
@@ -221,8 +225,8 @@ def score_candidates(
     A question without gold pages scores 0.
     """
     ns = sorted(set(ns))
-    if ns and ns[0] < 1:
-        raise ValueError(f"candidate cut-offs must be positive integers, got {ns}")
+    for n in ns:
+        check_int("each candidate cut-off", n)
     required = question.required_pages()
     covered: set[int] = set()
     first_hit: int | None = None

@@ -5,7 +5,7 @@ here, so the provenance contract of design.md lives in a single module.
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NotRequired, TypedDict
@@ -173,6 +173,13 @@ ITEM_CODES = "item_codes"
 def node_type_filter(node_type: NodeType) -> dict[str, Any]:
     """The Haystack filter selecting the nodes of one type (``meta.node_type == node_type``)."""
     return {"field": f"meta.{NODE_TYPE}", "operator": "==", "value": node_type.value}
+
+
+def filing_filter(filing_ids: str | Sequence[str]) -> dict[str, Any]:
+    """The Haystack filter selecting the nodes of one filing (``meta.filing_id == id``) or of several (``in``)."""
+    if isinstance(filing_ids, str):
+        return {"field": f"meta.{FILING_ID}", "operator": "==", "value": filing_ids}
+    return {"field": f"meta.{FILING_ID}", "operator": "in", "value": list(filing_ids)}
 
 
 # --- node ids -------------------------------------------------------------------------------------------------------

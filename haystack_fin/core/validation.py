@@ -9,9 +9,14 @@ def check_int(
     ``optional``."""
     if optional and value is None:
         return
-    valid = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-    if valid and maximum is not None and isinstance(value, int):
-        valid = value <= maximum
-    if not valid:
+    if not is_int(value, minimum, maximum=maximum):
         bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
         raise ValueError(f"{name} must be an integer {bound}{' or None' if optional else ''}, got {value!r}")
+
+
+def is_int(value: object, minimum: int = 1, *, maximum: int | None = None) -> bool:
+    """Whether ``value`` is an integer (not a bool) in ``[minimum, maximum]``: ``check_int``'s rule, for callers that
+    report a bad value their own way (the CLI's argparse types)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        return False
+    return maximum is None or value <= maximum

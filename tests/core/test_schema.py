@@ -99,3 +99,8 @@ def test_node_type_filter_selects_one_node_type():
     assert document_matches_filter(node_type_filter(NodeType.CHUNK), chunk)
     assert not document_matches_filter(node_type_filter(NodeType.CHUNK), filing)
     assert node_type_filter(NodeType.FILING) == {"field": "meta.node_type", "operator": "==", "value": "filing"}
+
+
+def test_filing_filter_one_and_several():
+    assert schema.filing_filter("A") == {"field": "meta.filing_id", "operator": "==", "value": "A"}
+    assert schema.filing_filter(("A", "B")) == {"field": "meta.filing_id", "operator": "in", "value": ["A", "B"]}

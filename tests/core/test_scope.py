@@ -101,7 +101,7 @@ class TestParseQuestionScope:
             (date(2023, 5, 3), "day"),
         ]
         assert scope.periods == ()  # the dates' years are not read again as bare years
-        assert scope.calendar_years == [2023]
+        assert scope.years == [2023]
 
     def test_may_the_verb_is_not_a_month(self):
         assert parse_question_scope("How much may the company borrow in 2023?").dates == ()

@@ -31,3 +31,9 @@ def test_components_refuse_a_bool_count() -> None:
 
     with pytest.raises(ValueError, match="beam_width must be an integer >= 1, got True"):
         DualTreeRetriever(document_store=InMemoryDocumentStore(), beam_width=True)
+
+
+def test_is_int_is_check_ints_rule() -> None:
+    from haystack_fin.core.validation import is_int
+
+    assert is_int(1) and is_int(0, 0) and not is_int(True) and not is_int(2.0) and not is_int(51, maximum=50)

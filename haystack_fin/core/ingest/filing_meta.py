@@ -14,7 +14,6 @@ the quarter stays None rather than a guess.
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from collections import Counter
@@ -26,10 +25,11 @@ from typing import Any
 
 from haystack_fin.core import schema
 from haystack_fin.core.ingest.registrant import Registrant, detect_registrant
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.periods import MONTH, ORD, ORDINALS, annual_fiscal_year, month_number, year4
 from haystack_fin.core.text import normalize_line, normalize_whitespace
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 FORMS: tuple[str, ...] = (
     "10-K",
@@ -698,7 +698,7 @@ def _fiscal_year_end_hint(flat_pages: list[str], period_end: date) -> tuple[int,
     if len(by_month) > 1:
         (_, n_top), (_, n_next) = by_month.most_common(2)
         if n_top < 2 * n_next:
-            logger.debug("Conflicting fiscal year ends %s; not using them", dict(months))
+            logger.debug("Conflicting fiscal year ends {months}; not using them", months=dict(months))
             return None
     top_month = by_month.most_common(1)[0][0]
     days = [day for (month, day), _ in months.most_common() if month == top_month and day]
@@ -777,7 +777,9 @@ def _quarterly_period(flat_pages: list[str], period_end: date) -> tuple[int | No
     year_end: date | None = None
     if by_fye and by_ytd and by_fye[0] != by_ytd:
         logger.warning(
-            "Fiscal quarter evidence disagrees (year end %s, year-to-date Q%s); leaving it unset", fye, by_ytd
+            "Fiscal quarter evidence disagrees (year end {fye}, year-to-date Q{ytd}); leaving it unset",
+            fye=fye,
+            ytd=by_ytd,
         )
         return None, None
     if by_fye:
@@ -895,7 +897,7 @@ def detect_filing_meta(
         else:
             meta.form = _metadata_form(pdf_metadata) or "other"
             if meta.form != "other":
-                logger.debug("Form %s taken from PDF metadata of %s", meta.form, source_name)
+                logger.debug("Form {form} taken from PDF metadata of {source}", form=meta.form, source=source_name)
     cover_pages = pages[cover_index : cover_index + 3] if cover_index is not None else pages[:3]
     if cover_pages:
         cover_pages[0] = cover_pages[0][cover_start:]
@@ -954,5 +956,5 @@ def detect_filing_meta(
         meta.fiscal_quarter, meta.fiscal_year, end = _release_period(pages[0])
     meta.period_end = end.isoformat() if end else ""
     meta.period = _period_label(meta.form, meta.fiscal_year, meta.fiscal_quarter, meta.period_end)
-    logger.debug("Filing meta of %s: %s", source_name or "<unnamed>", meta)
+    logger.debug("Filing meta of {source}: {meta}", source=source_name or "<unnamed>", meta=meta)
     return meta

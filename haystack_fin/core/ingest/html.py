@@ -8,7 +8,6 @@ structure detector still sees the Item headings.
 """
 
 import bisect
-import logging
 import re
 import time
 from dataclasses import dataclass
@@ -18,9 +17,10 @@ import lxml.etree
 import lxml.html
 
 from haystack_fin.core.ingest.layout import Element, FilingParseError, ImageData, ParsedFiling, TableData
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.text import normalize_line
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 __all__ = [
     "PageCounter",
@@ -167,11 +167,11 @@ def parse_html_filing(source: str | Path, data: bytes | None = None, extract_ima
     n_pages = walker.pages.page
     page_texts = ["\n".join(walker.page_lines.get(p, [])) for p in range(1, n_pages + 1)]
     logger.debug(
-        "parsed %s: %d pages, %d elements in %.2fs",
-        source_name,
-        n_pages,
-        len(walker.elements),
-        time.perf_counter() - started,
+        "parsed {source}: {n_pages} pages, {n_elements} elements in {seconds:.2f}s",
+        source=source_name,
+        n_pages=n_pages,
+        n_elements=len(walker.elements),
+        seconds=time.perf_counter() - started,
     )
     return ParsedFiling(
         source_path=source_name, n_pages=n_pages, elements=walker.elements, page_texts=page_texts, meta=meta
@@ -260,7 +260,7 @@ def _decode(source: str, data: bytes) -> str:
     bad = text.count("\ufffd")
     if bad > max(10, len(text) // 1000):
         raise FilingParseError(source, f"cannot decode input as text ({bad} invalid byte sequences)")
-    logger.warning("%s: %d undecodable byte sequences replaced", source, bad)
+    logger.warning("{source}: {n} undecodable byte sequences replaced", source=source, n=bad)
     return _XML_DECL.sub("", text, count=1)
 
 

@@ -29,7 +29,6 @@ The numbers that OCR reads pass a plausibility check (``number_suspicion``, ``su
 order of magnitude off the other values of their row. Suspects are reported, not corrected.
 """
 
-import logging
 import re
 import threading
 import time
@@ -40,7 +39,9 @@ from typing import Any
 import numpy as np
 import pymupdf
 
-logger = logging.getLogger(__name__)
+from haystack_fin.core.log import get_logger
+
+logger = get_logger(__name__)
 
 OCR_EXTRA_HINT = "install haystack-fin[ocr] to OCR scanned pages"
 
@@ -457,12 +458,12 @@ def ocr_page(page: pymupdf.Page, dpi: int = DEFAULT_DPI) -> OcrPage:
     confidence = float(np.mean(confs)) if confs else None
     seconds = time.perf_counter() - start
     logger.debug(
-        "OCR page %d: %d lines, %d words, %.2f s (detection %.2f s)",
-        page.number + 1,
-        len(lines),
-        len(all_words),
-        seconds,
-        det_seconds,
+        "OCR page {page}: {n_lines} lines, {n_words} words, {seconds:.2f} s (detection {det_seconds:.2f} s)",
+        page=page.number + 1,
+        n_lines=len(lines),
+        n_words=len(all_words),
+        seconds=seconds,
+        det_seconds=det_seconds,
     )
     return OcrPage(all_words, lines, confidence, seconds)
 
@@ -551,7 +552,11 @@ def ocr_figure(
     if truncated:
         n_read = min(k, len(crops))
         logger.info(
-            "figure OCR on page %d stopped after %.1f s (%d of %d lines)", page.number + 1, seconds, n_read, len(crops)
+            "figure OCR on page {page} stopped after {seconds:.1f} s ({n_read} of {n_lines} lines)",
+            page=page.number + 1,
+            seconds=seconds,
+            n_read=n_read,
+            n_lines=len(crops),
         )
     return OcrFigure(lines, float(np.mean(confs)) if confs else None, seconds, truncated)
 

@@ -13,7 +13,6 @@ a text page; its elements carry ``ocr=True`` and the recognition confidence.
 """
 
 import bisect
-import logging
 import re
 import statistics
 from collections.abc import Sequence
@@ -40,9 +39,10 @@ from haystack_fin.core.ingest.pdf_tables import (
     find_tables_pymupdf,
     page_may_have_table,
 )
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.text import normalize_line
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 TableFinder = Literal["hybrid", "layout", "pymupdf", "none"]
 
@@ -430,9 +430,9 @@ def parse_pdf_filing(
             page_lines.append(lines)
             page_raw.append(raw)
         if ocr_pages:
-            logger.info("%s: %d page(s) read by OCR", name, len(ocr_pages))
+            logger.info("{source}: {n} page(s) read by OCR", source=name, n=len(ocr_pages))
         if skipped:
-            logger.warning("%s: %s", name, skipped_pages_note(skipped))
+            logger.warning("{source}: {note}", source=name, note=skipped_pages_note(skipped))
         body_size = _body_font_size([ln for lines in page_lines for ln in lines])
         for index, page in enumerate(doc.pages()):
             page_no = index + 1
@@ -510,7 +510,12 @@ def parse_pdf_filing(
         else:
             reason = "no extractable text (scanned or empty PDF; OCR is off)"
         raise FilingParseError(name, reason)
-    logger.debug("Parsed %s: %d pages, %d elements", name, n_pages, len(elements))
+    logger.debug(
+        "Parsed {source}: {n_pages} pages, {n_elements} elements",
+        source=name,
+        n_pages=n_pages,
+        n_elements=len(elements),
+    )
     return ParsedFiling(
         source_path=name,
         n_pages=n_pages,

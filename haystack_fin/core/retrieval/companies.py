@@ -10,12 +10,12 @@ the index lacks.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.retrieval.company_names import (
     CONNECTORS,
     GENERIC_WORDS,
@@ -47,7 +47,7 @@ __all__ = [
     "names_whole_company",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def _upper_words(text: str) -> frozenset[str]:
@@ -380,7 +380,9 @@ class CompanyIndex:
             keys = self._resolve_target(target)
             if not keys:
                 if warn:
-                    logger.warning("Alias target %r names no indexed company; its aliases are ignored", target)
+                    logger.warning(
+                        "Alias target {target!r} names no indexed company; its aliases are ignored", target=target
+                    )
                 continue
             for key in keys:
                 for text in extra:
@@ -401,11 +403,6 @@ class CompanyIndex:
 
     def __len__(self) -> int:
         return len(self.companies)
-
-    def aliases_of(self, key: str) -> list[str]:
-        out = {e.alias.text for table in (self._aliases, self._initialisms) for es in table.values() for e in es
-               if e.key == key}  # fmt: skip
-        return sorted(out)
 
     def find(self, question: str) -> list[CompanyMention]:
         """Companies named in ``question``: aliases (names, initialisms, abbreviations, listed and user aliases) and

@@ -14,15 +14,15 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
-import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from haystack_fin.core.ingest.registrant import normalize_cik
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.retrieval.company_names import base_tokens, name_tokens, without_legal_form
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 EDGARTOOLS_TABLE = ("reference", "data", "company_tickers.parquet")
 
@@ -159,5 +159,5 @@ def load_company_reference(path: str | Path | None = None) -> CompanyReference |
     try:
         return CompanyReference(_rows_from_parquet(found), f"edgartools {found.name}")
     except (OSError, ValueError, ImportError) as exc:
-        logger.warning("Cannot read %s (%s): no company reference table", found, exc)
+        logger.warning("Cannot read {path} ({error}): no company reference table", path=found, error=exc)
         return None

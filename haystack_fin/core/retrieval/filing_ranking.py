@@ -55,13 +55,13 @@ Scoping rules (the weights are the module constants below; each score line becom
 from __future__ import annotations
 
 import dataclasses
-import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from haystack_fin.core.ingest.items import ITEMS_8K_SUCCESSOR
+from haystack_fin.core.log import get_logger
 from haystack_fin.core.retrieval.companies import CompanyIndex, CompanyMention, KnownMention, names_whole_company
 from haystack_fin.core.retrieval.filing_profile import ANNUAL_FORMS, FilingProfile, form_family
 from haystack_fin.core.retrieval.question_scope import (
@@ -71,6 +71,7 @@ from haystack_fin.core.retrieval.question_scope import (
     QuestionScope,
     parse_question_scope,
 )
+from haystack_fin.core.validation import check_int
 
 __all__ = [
     "ANNUAL_FORMS",
@@ -84,7 +85,7 @@ __all__ = [
     "score_filing",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 # --- weights (see the module docstring) -----------------------------------------------------------------------------
 
@@ -380,14 +381,13 @@ def resolve_scope(
     :param event_topics: ``question_event_topics(question)`` when the caller has it already.
     :returns: the ranked filing ids and the explanation.
     """
-    if max_filings < 1:
-        raise ValueError(f"max_filings must be >= 1, got {max_filings}")
+    check_int("max_filings", max_filings)
     by_id = {p.filing_id: p for p in profiles}
     if filing_filter:
         ids = list(dict.fromkeys(filing_filter))
         unknown = [fid for fid in ids if fid not in by_id]
         if unknown:
-            logger.warning("Filing filter names filings without a profile: %s", unknown)
+            logger.warning("Filing filter names filings without a profile: {unknown}", unknown=unknown)
         matches = [
             FilingMatch(
                 fid,
@@ -543,7 +543,7 @@ def resolve_scope(
         unmatched,
         known,
     )
-    logger.debug("Scope of %r: %s", question, decision.filing_ids)
+    logger.debug("Scope of {question!r}: {filing_ids}", question=question, filing_ids=decision.filing_ids)
     return decision
 
 
@@ -636,7 +636,7 @@ def _unscoped(
         FilingMatch(p.filing_id, p.company, p.form, p.period, s, ["unscoped", *r], True)
         for p, s, r in scored[:max_filings]
     ]
-    logger.debug("Scope of %r: unscoped", question)
+    logger.debug("Scope of {question!r}: unscoped", question=question)
     return ScopeDecision([p.filing_id for p, _, _ in scored], False, reason, matches, [], scope, unmatched, list(known))
 
 

@@ -185,15 +185,6 @@ class QuestionScope:
         return sorted(ys)
 
     @property
-    def fiscal_years(self) -> list[int]:
-        return sorted({p.year for p in self.periods if p.fiscal and p.year is not None})
-
-    @property
-    def calendar_years(self) -> list[int]:
-        ys = {p.year for p in self.periods if not p.fiscal and p.year is not None} | {d.value.year for d in self.dates}
-        return sorted(ys)
-
-    @property
     def quarters(self) -> list[int]:
         return sorted({p.quarter for p in self.periods if p.quarter})
 

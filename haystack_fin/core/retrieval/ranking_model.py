@@ -349,7 +349,7 @@ def fit_logistic(
 def fit_pairwise(
     matrix: np.ndarray,
     labels: np.ndarray,
-    question_ids: Sequence[int],
+    question_ids: Sequence[int] | np.ndarray,
     features: Sequence[str] = FEATURES,
     c: float = 1.0,
     max_pairs: int = 400,

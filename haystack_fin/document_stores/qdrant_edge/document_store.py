@@ -34,19 +34,18 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import qdrant_edge as qe
-from haystack import Document, default_from_dict, default_to_dict
+from haystack import Document, default_from_dict, default_to_dict, logging
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from tqdm import tqdm
 
 import haystack_fin
 from haystack_fin.core import schema
-from haystack_fin.core.log import get_logger
 from haystack_fin.core.validation import check_int
 from haystack_fin.document_stores.qdrant_edge.converters import convert_id, document_to_point, point_to_document
 from haystack_fin.document_stores.qdrant_edge.filters import convert_filters, field_key, match_all
 
-logger = get_logger(__name__)
+logger = logging.getLogger(__name__)
 
 STORE_FILE = "haystack_fin_store.json"
 SCHEMA_VERSION = 1

@@ -71,11 +71,14 @@ def _convert(node: Any) -> Any:
     return _logical(node)
 
 
+def _require(node: dict[str, Any], *keys: str) -> None:
+    for key in keys:
+        if key not in node:
+            raise FilterError(f"'{key}' key missing in {node}")
+
+
 def _logical(node: dict[str, Any]) -> qe.Filter:
-    if "operator" not in node:
-        raise FilterError(f"'operator' key missing in {node}")
-    if "conditions" not in node:
-        raise FilterError(f"'conditions' key missing in {node}")
+    _require(node, "operator", "conditions")
     operator, conditions = node["operator"], node["conditions"]
     if operator not in _LOGICAL:
         raise FilterError(f"Unknown logical operator '{operator}'. Valid operators are: {sorted(_LOGICAL)}")
@@ -100,10 +103,7 @@ def field_key(field: str) -> str:
 
 
 def _comparison(node: dict[str, Any]) -> Any:
-    if "operator" not in node:
-        raise FilterError(f"'operator' key missing in {node}")
-    if "value" not in node:
-        raise FilterError(f"'value' key missing in {node}")
+    _require(node, "operator", "value")
     operator, value = node["operator"], node["value"]
     if operator not in _COMPARISON:
         raise FilterError(f"Unknown comparison operator '{operator}'. Valid operators are: {sorted(_COMPARISON)}")
