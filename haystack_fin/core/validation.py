@@ -15,3 +15,9 @@ def check_int(
     if not valid:
         bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
         raise ValueError(f"{name} must be an integer {bound}{' or None' if optional else ''}, got {value!r}")
+
+
+def check_ints(minimum: int = 1, *, optional: bool = False, **values: object) -> None:
+    """``check_int`` over several parameters, given by name: ``check_ints(0, top_k=top_k, limit=limit)``."""
+    for name, value in values.items():
+        check_int(name, value, minimum, optional=optional)
