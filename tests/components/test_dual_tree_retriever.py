@@ -545,7 +545,6 @@ class TestDualTreeRetriever:
     ],
 )
 def test_same_candidates_with_the_query_analyzers_analysis(store, monkeypatch, question):
-    from haystack_fin.components import dual_tree_retriever
     from haystack_fin.components.query_analyzer import QueryAnalyzer
     from haystack_fin.core.retrieval import question_analysis, tree_search
     from haystack_fin.core.retrieval.bm25 import content_terms

@@ -179,9 +179,7 @@ def analysis_for(query: str, analysis: Mapping[str, Any] | None) -> QuestionAnal
     return parsed
 
 
-def analysis_or_own(
-    query: str, analysis: Mapping[str, Any] | None, lexicon: Lexicon | None = None
-) -> QuestionAnalysis:
+def analysis_or_own(query: str, analysis: Mapping[str, Any] | None, lexicon: Lexicon | None = None) -> QuestionAnalysis:
     """The analysis a component received with ``query`` (``analysis_for``), else its own analysis of ``query`` with
     ``lexicon`` (default: the built-in lexicon): the one way a query stage reads a question, in a pipeline or
     alone. In a pipeline the lexicon is the ``QueryAnalyzer``'s, configured once."""
