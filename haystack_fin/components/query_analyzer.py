@@ -17,9 +17,10 @@ class QueryAnalyzer:
     ``FilingScope``, ``FlamRouter``, ``DualTreeRetriever``, ``GraphExpander``, ``TwoStageRanker`` and
     ``ModalityThresholdFallback`` take the ``analysis`` output as an optional input and do not read the question
     themselves; used alone, without it, each analyses the question through the one helper
-    ``question_analysis.analysis_or_own`` (built-in lexicon). So the query side's lexicon is configured here, once. The layout of ``analysis`` is ``haystack_fin.core.retrieval.question_analysis.QuestionAnalysis.to_dict``
-    (plain JSON). Which indexed company the question names is not in it: that needs the store's filing profiles,
-    which FilingScope holds.
+    ``question_analysis.analysis_or_own`` (built-in lexicon, or the expander's). So the query side's lexicon is
+    configured here, once. The layout of ``analysis`` is
+    ``haystack_fin.core.retrieval.question_analysis.QuestionAnalysis.to_dict`` (plain JSON). Which indexed company
+    the question names is not in it: that needs the store's filing profiles, which FilingScope holds.
 
     Usage example:
     ```python
