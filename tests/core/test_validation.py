@@ -1,6 +1,6 @@
 import pytest
 
-from haystack_fin.core.validation import check_int
+from haystack_fin.core.validation import check_int, check_ints
 
 
 @pytest.mark.parametrize("value", [1, 5, 10**9])
@@ -31,3 +31,10 @@ def test_components_refuse_a_bool_count() -> None:
 
     with pytest.raises(ValueError, match="beam_width must be an integer >= 1, got True"):
         DualTreeRetriever(document_store=InMemoryDocumentStore(), beam_width=True)
+
+
+def test_check_ints_checks_each_named_parameter() -> None:
+    check_ints(0, a=0, b=3)
+    check_ints(optional=True, a=None, b=2)
+    with pytest.raises(ValueError, match=r"^b must be an integer >= 1, got 0$"):
+        check_ints(a=1, b=0)
