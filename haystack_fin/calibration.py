@@ -148,7 +148,7 @@ def run_calibration(
     text_grid = text_grid or [0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85]
     fin = HaystackFinRetrieval(store_path, qdrant_url, {"fallback"})
     try:
-        # The ablated pipeline has no fallback: its settings (min counts, coverage, lexicon) come from the YAML.
+        # The ablated pipeline has no fallback: its settings (min counts, coverage) come from the YAML.
         node = pipeline_dict("query", store_path, qdrant_url)["components"].get("fallback")
         base = ModalityThresholdFallback.from_dict(node) if node else ModalityThresholdFallback()
         ranked = collect(fin, questions, setting, quiet)

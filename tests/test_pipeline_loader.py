@@ -217,7 +217,7 @@ def test_pipelines_dir_is_the_repository_folder_outside_a_wheel():
     assert pipelines_dir().resolve() in {here / "pipelines", here / "haystack_fin" / "pipelines"}
 
 
-def test_the_query_yamls_one_lexicon_reaches_every_component_that_reads_chunks_with_it(tmp_path):
+def test_the_query_yamls_one_lexicon_reaches_the_analyzer_and_the_graph_which_reads_chunks_with_it(tmp_path):
     text = (pipelines_dir() / "query.yaml").read_text()
     assert text.count("&lexicon null") == 1
     custom = tmp_path / "query.yaml"
@@ -228,4 +228,4 @@ def test_the_query_yamls_one_lexicon_reaches_every_component_that_reads_chunks_w
         for name, c in data["components"].items()
         if "lexicon_path" in (c.get("init_parameters") or {})
     }
-    assert paths == {name: "/lexicons/mine.json" for name in ("analyzer", "graph", "fallback")}
+    assert paths == {name: "/lexicons/mine.json" for name in ("analyzer", "graph")}

@@ -8,34 +8,24 @@ from haystack.document_stores.types import DocumentStore
 from haystack.utils.filters import document_matches_filter
 
 from haystack_fin.core import schema
-from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.retrieval.bm25 import content_terms
 from haystack_fin.core.retrieval.candidates import (
-    CandidatePool,
+    Candidate,
     FilingState,
     SearchSettings,
-    add_filing_flat_candidates,
-    add_heading_candidates,
-    add_intent_item_candidates,
-    add_section_candidates,
-    add_statement_candidates,
-    add_tree_candidates,
-    intent_items,
+    filing_ids_in_filter,
+    gather_candidates,
+    is_only_filing_filter,
     item_key,
-    read_budgets,
-    record_positions,
+    plan_search,
 )
-from haystack_fin.core.retrieval.question_analysis import analysis_for
-from haystack_fin.core.retrieval.sections import question_sections, sections_in_query
+from haystack_fin.core.retrieval.question_analysis import analysis_or_own
 from haystack_fin.core.retrieval.tree_search import IndexNode
 from haystack_fin.core.schema import NodeType
-from haystack_fin.core.statements import statements_in_query
-from haystack_fin.core.validation import check_int
+from haystack_fin.core.validation import check_int, check_ints
 from haystack_fin.store_registry import FilingEntry, SharedStoreClient, shared_store
 
 logger = logging.getLogger(__name__)
 
-_FILING_FIELD = f"meta.{schema.FILING_ID}"
 _TREE_NODE_TYPES = (NodeType.SUMMARY.value, NodeType.QUESTION.value)
 _VIEW = "dual_tree"  # this retriever's view of a shared filing entry (it depends on no init parameter)
 
@@ -63,22 +53,6 @@ def _index_node(doc: Document, embedding: np.ndarray | None) -> IndexNode:
         children_ids=tuple(meta.get(schema.TREE_CHILDREN_IDS) or ()),
         embedding=embedding,
     )
-
-
-def _filing_ids_in_filter(filters: dict[str, Any]) -> list[str] | None:
-    """Filing ids named by a ``meta.filing_id`` ==/in condition, at the top or inside a top-level AND."""
-    conditions = [filters]
-    if filters.get("operator") == "AND" and "conditions" in filters:
-        conditions = list(filters["conditions"])
-    for cond in conditions:
-        if cond.get("field") == _FILING_FIELD and cond.get("operator") in ("==", "in"):
-            value = cond.get("value")
-            return [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    return None
-
-
-def _is_only_filing_filter(filters: dict[str, Any]) -> bool:
-    return filters.get("field") == _FILING_FIELD and filters.get("operator") in ("==", "in")
 
 
 @component
@@ -119,7 +93,17 @@ class DualTreeRetriever(SharedStoreClient):
     turns this off. Likewise, when the question's lexicon concepts name the headings they are reported under
     (``TermCluster.sections``: "Income Taxes", "Liquidity and Capital Resources", the cover's "Securities registered
     pursuant to Section 12(b)"), the chunks under such a heading (``meta["section_path"]``) that are closest to the
-    question join with ``retrieval = {"mode": "section", ...}``; the trace lists them under ``sections``.
+    question join with ``retrieval = {"mode": "section", ...}``; the trace lists them under ``sections``. Trees and
+    embeddings rank a grid of numbers poorly (the statement's title is a surer guide), and a note or MD&A
+    subsection, where an analyst reads the answer, lies below FLAM's Item-level routing.
+
+    The other sources (``haystack_fin.core.retrieval.candidates``): the best flat BM25 + dense leaves of each Item
+    that the beams missed (a beam can prune the branch that holds the answer, and which branch that is moves with
+    the clustering whenever a filing's chunks change); the best flat matches of the Items the question's concepts
+    are typically reported in (the lexicon's Item priors for the filing's form), whether or not FLAM gave them
+    budget; the chunks closest to the question under the filing's headings below the Item titles that match the
+    question best by BM25 (the MD&A subsection or note an analyst would open, named in the filing's words); and
+    the best BM25 + dense matches of the whole filing, whatever the budgets.
 
     Usage example:
     ```python
@@ -153,7 +137,6 @@ class DualTreeRetriever(SharedStoreClient):
         use_question_tree: bool = True,
         cache_size: int = 64,
         statement_candidates: bool = True,
-        lexicon_path: str | None = None,
         flat_candidates_per_item: int = 5,
         section_candidates: int = 8,
         intent_item_candidates: int = 0,
@@ -161,57 +144,32 @@ class DualTreeRetriever(SharedStoreClient):
         headings_per_question: int = 3,
         filing_flat_candidates: int = 0,
     ) -> None:
-        """
+        """The ``*_candidates*`` counts add the chunks of each source (class docstring); 0 switches it off.
         :param document_store: the haystack-fin index (chunks, summary, question and filing nodes in one store).
         :param beam_width: tree nodes kept per level in each tree (FinGEAR uses 3).
         :param top_k: per-Item budget k when ``run`` gets no ``budgets`` (and for budget entries without ``k``).
         :param candidates_per_item: minimum candidates per Item; an Item with budget k gets max(this, 3 * k).
         :param use_summary_tree: let the BM25 walk of the summary tree guide retrieval (ablation switch).
-        :param use_question_tree: let the dense walk of the question tree guide retrieval (ablation switch). With
-            both switches off every Item is searched flat.
-        :param cache_size: filings whose nodes and trees are kept in memory (LRU; the cache is shared by the
-            components reading this store configuration and holds the largest ``cache_size`` they ask for).
-        :param statement_candidates: when the question names a primary financial statement or one of its line
-            items (``haystack_fin.core.statements.statements_in_query``), also return the blocks of that statement
-            (chunks with ``meta["statement"]``) of every filing searched, whichever Items the budgets name. Trees
-            and embeddings rank a grid of numbers poorly; the statement's title is a surer guide.
-        :param lexicon_path: lexicon JSON for the statement cues; default: the built-in lexicon. Used when ``run``
-            gets no ``analysis``; in the shipped query YAML the ``QueryAnalyzer``'s lexicon is used.
-        :param flat_candidates_per_item: after the tree candidates, also return this many of the Item's best leaves
-            by flat BM25 + dense fusion that the trees did not reach (0: trees only). A beam can prune the branch
-            that holds the answer, and which branch that is moves with the clustering whenever a filing's chunks
-            change; the ranker then sees the best flat matches too.
-        :param section_candidates: per filing and heading title of the question's concepts
-            (``haystack_fin.core.retrieval.sections``), also return up to this many chunks under a matching heading,
-            closest to the question by cosine first, whichever Items the budgets name (0: off). A note or MD&A
-            subsection is where an analyst reads the answer, and FLAM's Item-level routing cannot reach below the
-            Item.
-        :param intent_item_candidates: per filing and Item that the question's concepts are typically reported in
-            (the lexicon's Item priors for the filing's form), also return up to this many of the Item's best flat
-            matches, whether or not FLAM gave the Item budget (0: off).
-        :param heading_candidates: per filing, also return up to this many chunks (closest to the question) under
-            each of the ``headings_per_question`` headings below the Item titles whose words match the question's
-            best by BM25 (0: off): the MD&A subsection or note an analyst would open, named in the filing's words.
+        :param use_question_tree: likewise the dense walk of the question tree; both off: every Item searched flat.
+        :param cache_size: filings whose nodes and trees are kept in memory (an LRU shared by the components reading
+            this store configuration, holding the largest ``cache_size`` they ask for).
+        :param statement_candidates: add the blocks (``meta["statement"]``) of the statements the question names or
+            implies (``core.statements.statements_in_query``), of every filing searched, whichever Items are named.
+        :param flat_candidates_per_item: per Item, its best flat BM25 + dense leaves that the trees did not reach.
+        :param section_candidates: per filing and heading title of the question's concepts, the closest chunks under
+            a matching heading (``core.retrieval.sections``), whichever Items the budgets name.
+        :param intent_item_candidates: per filing and Item the question's concepts are reported in, its best flat
+            matches, whether or not FLAM gave the Item budget.
+        :param heading_candidates: per filing, the closest chunks under each of its best-matching headings.
         :param headings_per_question: how many of a filing's best-matching headings ``heading_candidates`` reads.
-        :param filing_flat_candidates: per filing, also return up to this many of its best chunks by BM25 + dense
-            fusion over the whole filing, whatever the budgets (0: off).
+        :param filing_flat_candidates: per filing, its best chunks by BM25 + dense fusion over the whole filing.
         """
-        for name, value in (
-            ("beam_width", beam_width),
-            ("top_k", top_k),
-            ("candidates_per_item", candidates_per_item),
-            ("cache_size", cache_size),
-        ):
-            check_int(name, value)
-        check_int("flat_candidates_per_item", flat_candidates_per_item, 0)
-        check_int("section_candidates", section_candidates, 0)
-        for name, count in (
-            ("intent_item_candidates", intent_item_candidates),
-            ("heading_candidates", heading_candidates),
-            ("headings_per_question", headings_per_question),
-            ("filing_flat_candidates", filing_flat_candidates),
-        ):
-            check_int(name, count, 0)
+        check_ints(beam_width=beam_width, top_k=top_k, candidates_per_item=candidates_per_item, cache_size=cache_size)
+        check_ints(
+            0, flat_candidates_per_item=flat_candidates_per_item, section_candidates=section_candidates,
+            intent_item_candidates=intent_item_candidates, heading_candidates=heading_candidates,
+            headings_per_question=headings_per_question, filing_flat_candidates=filing_flat_candidates,
+        )  # fmt: skip
         self.document_store = document_store
         self.beam_width = beam_width
         self.top_k = top_k
@@ -220,14 +178,12 @@ class DualTreeRetriever(SharedStoreClient):
         self.use_question_tree = use_question_tree
         self.cache_size = cache_size
         self.statement_candidates = statement_candidates
-        self.lexicon_path = lexicon_path
         self.flat_candidates_per_item = flat_candidates_per_item
         self.section_candidates = section_candidates
         self.intent_item_candidates = intent_item_candidates
         self.heading_candidates = heading_candidates
         self.headings_per_question = headings_per_question
         self.filing_flat_candidates = filing_flat_candidates
-        self._lexicon: Lexicon | None = None
         self._store: Any = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -242,7 +198,6 @@ class DualTreeRetriever(SharedStoreClient):
             use_question_tree=self.use_question_tree,
             cache_size=self.cache_size,
             statement_candidates=self.statement_candidates,
-            lexicon_path=self.lexicon_path,
             flat_candidates_per_item=self.flat_candidates_per_item,
             section_candidates=self.section_candidates,
             intent_item_candidates=self.intent_item_candidates,
@@ -256,12 +211,7 @@ class DualTreeRetriever(SharedStoreClient):
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        """Bind the process-wide store instance (one embedded Qdrant client per folder) and load the lexicon;
-        idempotent."""
-        if (
-            self.statement_candidates or self.section_candidates or self.intent_item_candidates
-        ) and self._lexicon is None:
-            self._lexicon = Lexicon.load(self.lexicon_path)
+        """Bind the process-wide store instance (one embedded Qdrant client per folder); idempotent."""
         if self._store is not None:
             return
         self._attach_filings(self.cache_size)
@@ -328,7 +278,7 @@ class DualTreeRetriever(SharedStoreClient):
         return list(self._load(ids, {}, {}))
 
     def _filings_from_filters(self, filters: dict[str, Any] | None) -> list[str]:
-        named = _filing_ids_in_filter(filters) if filters else None
+        named = filing_ids_in_filter(filters) if filters else None
         if named is not None:
             return named
         # No filing named: ask the (few) filing nodes which filings the filter selects. This scans the collection,
@@ -357,40 +307,18 @@ class DualTreeRetriever(SharedStoreClient):
             heading_candidates=self.heading_candidates,
             headings_per_question=self.headings_per_question,
             filing_flat_candidates=self.filing_flat_candidates,
+            statement_candidates=self.statement_candidates,
         )
 
-    def _intent_items(self, query: str, analysed: Any) -> dict[str, list[str]]:
-        """Per form family, the Items the question's concepts are reported in: from the analysis, else read with
-        this retriever's lexicon."""
-        if not self.intent_item_candidates:
-            return {}
-        if analysed is not None:
-            clusters = list(analysed.clusters)
-        elif self._lexicon is not None:
-            lexicon = self._lexicon
-            clusters = [lexicon.cluster(cid) for cid in dict.fromkeys(m.cluster_id for m in lexicon.find_terms(query))]
-        else:
-            return {}
-        return intent_items(c.items for c in clusters)
-
-    def _statements(self, query: str, analysed: Any) -> dict[str, float]:
-        """The statements the question asks for: from the analysis, else read with this retriever's lexicon."""
-        if not self.statement_candidates:
-            return {}
-        if analysed is not None:
-            return dict(analysed.statements)
-        return statements_in_query(query, self._lexicon) if self._lexicon is not None else {}
-
-    def _section_titles(self, query: str, analysed: Any) -> dict[str, str]:
-        """The heading titles of the question's concepts: from the analysis, else read with this retriever's
-        lexicon."""
-        if not self.section_candidates:
-            return {}
-        if analysed is not None:
-            return question_sections(analysed.clusters)
-        if self._lexicon is None:
-            return {}
-        return sections_in_query(query, self._lexicon)
+    def _allowed(self, cached: dict[str, _CachedFiling], filters: dict[str, Any] | None) -> dict[str, set[str]] | None:
+        """Per filing, the chunk ids ``filters`` admits; None when it restricts no chunk (absent, or only naming the
+        filings)."""
+        if not filters or is_only_filing_filter(filters):
+            return None
+        return {
+            fid: {cid for cid, doc in entry.chunks.items() if document_matches_filter(filters, doc)}
+            for fid, entry in cached.items()
+        }
 
     @component.output_types(documents=list[Document], trace=dict)
     def run(
@@ -415,8 +343,9 @@ class DualTreeRetriever(SharedStoreClient):
             condition is read directly, anything else is matched against filing nodes) and every Item of those
             filings is searched with budget ``top_k``; chunks must also match them.
         :param top_k: overrides the init ``top_k``.
-        :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its BM25 terms and the statements it names or
-            implies are taken from it instead of being read from the question (with this retriever's lexicon).
+        :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its BM25 terms, the statements it names or
+            implies and its concepts' headings and Items; without it the question is analysed with the built-in
+            lexicon (``question_analysis.analysis_or_own``).
         :returns: ``documents``: candidates of all Items (at most max(candidates_per_item, 3 * k) per Item from
             the tree search, plus the other sources' chunks), the sources taking turns, each source's best first
             (``candidates.CandidatePool.ranked``); ``trace``: ``{"items": [per-Item mode, nodes kept per level,
@@ -428,92 +357,30 @@ class DualTreeRetriever(SharedStoreClient):
         start = time.perf_counter()
         k_default = top_k if top_k is not None else self.top_k
         check_int("top_k", k_default)
-        analysed = analysis_for(query, analysis)
-        query_terms = analysed.content_terms if analysed is not None else None
-
-        if budgets:
-            read = read_budgets(budgets, k_default)
-            wanted, hints, routed = read.wanted, read.hints, read.routed
-        else:
-            wanted, hints, routed = {}, {}, {}
-            if budgets is None or filters:
-                wanted = {(fid, None): k_default for fid in self._filings_from_filters(filters)}
-            # else: the router's budgets are an empty list (it had no filing to route, e.g. FilingScope found that
-            # no indexed filing matches the question): nothing is searched, rather than every filing.
-        leaf_filter = filters if filters and not _is_only_filing_filter(filters) else None
-
+        analysed = analysis_or_own(query, analysis)
+        plan = plan_search(budgets, filters, k_default, self._filings_from_filters)
         cache_trace: dict[str, Any] = {}
-        filing_ids = list(dict.fromkeys(fid for fid, _ in wanted))
-        cached = self._load(filing_ids, hints, cache_trace) if filing_ids else {}
+        filing_ids = list(dict.fromkeys(fid for fid, _ in plan.wanted))
+        cached = self._load(filing_ids, plan.hints, cache_trace) if filing_ids else {}
         filings = {fid: entry.state for fid, entry in cached.items()}
-        allowed = (
-            {
-                fid: {cid for cid, doc in entry.chunks.items() if document_matches_filter(leaf_filter, doc)}
-                for fid, entry in cached.items()
-            }
-            if leaf_filter
-            else None
-        )
-        pool = CandidatePool()
-        item_traces = add_tree_candidates(
-            pool, filings, wanted, query, query_embedding, self._settings(), allowed, query_terms
-        )
-        for entry in item_traces:
+        allowed = self._allowed(cached, filters)
+        found = gather_candidates(filings, plan, analysed, query_embedding, self._settings(), allowed)
+        for entry in found.items:
             if entry.get("mode") == "missing" and entry.get("filing_id") in filings:
                 logger.info("filing {filing_id} has no chunks for item {item!r}", **entry)
-        statement_trace = add_statement_candidates(pool, filings, wanted, self._statements(query, analysed), allowed)
-        section_trace = add_section_candidates(
-            pool,
-            filings,
-            wanted,
-            query_embedding,
-            self._section_titles(query, analysed),
-            self.section_candidates,
-            routed,
-            allowed,
-        )
-        terms = list(query_terms) if query_terms is not None else content_terms(query)
-        extra: dict[str, Any] = {}
-        if self.intent_item_candidates:
-            extra["intent_items"] = add_intent_item_candidates(
-                pool,
-                filings,
-                wanted,
-                query_embedding,
-                self._intent_items(query, analysed),
-                self.intent_item_candidates,
-                terms,
-                allowed,
-            )
-        if self.heading_candidates:
-            extra["headings"] = add_heading_candidates(
-                pool,
-                filings,
-                wanted,
-                query_embedding,
-                terms,
-                self.headings_per_question,
-                self.heading_candidates,
-                allowed,
-            )
-        if self.filing_flat_candidates:
-            extra["filing_flat"] = add_filing_flat_candidates(
-                pool, filings, wanted, query_embedding, terms, self.filing_flat_candidates, allowed
-            )
-        record_positions(pool, filings)
-        documents = [self._document(cached[c.filing_id].chunks[c.chunk_id], c) for c in pool.ranked()]
+        documents = [self._document(cached[c.filing_id].chunks[c.chunk_id], c) for c in found.candidates]
         trace = schema.RetrieverTrace(
-            items=item_traces,
-            statements=statement_trace,
-            sections=section_trace,
+            items=found.items,
+            statements=found.statements,
+            sections=found.sections,
             cache=cache_trace,
             seconds=round(time.perf_counter() - start, 4),
         )
-        trace.update(extra)  # type: ignore[typeddict-item]
+        trace.update(found.extra)  # type: ignore[typeddict-item]
         return {"documents": documents, "trace": trace}
 
     @staticmethod
-    def _document(chunk: Document, candidate: Any) -> Document:
+    def _document(chunk: Document, candidate: Candidate) -> Document:
         """A candidate as a copy of its chunk, with its score, its unit vector (the ranker's fallback scorer scores by
         cosine) and why it came (``retrieval``, ``budget_k``)."""
         vector = candidate.vector

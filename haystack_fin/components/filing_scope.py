@@ -11,8 +11,8 @@ from haystack_fin.core.retrieval.companies import ALIAS_FILE, CompanyIndex, load
 from haystack_fin.core.retrieval.company_reference import CompanyReference, load_company_reference
 from haystack_fin.core.retrieval.filing_profile import FilingProfile
 from haystack_fin.core.retrieval.filing_ranking import ScopeDecision, bound_unscoped, resolve_scope
-from haystack_fin.core.retrieval.question_analysis import QuestionAnalysis, analysis_for
-from haystack_fin.core.retrieval.question_scope import parse_question_scope
+from haystack_fin.core.retrieval.question_analysis import QuestionAnalysis, analysis_or_own
+from haystack_fin.core.validation import check_int, check_ints
 from haystack_fin.store_registry import SharedStoreClient, filter_documents_without
 
 logger = logging.getLogger(__name__)
@@ -124,14 +124,13 @@ class FilingScope(SharedStoreClient):
         """
         :param document_store: the store holding the ``filing`` nodes (and the chunks the filters select).
         :param max_filings: at most this many filings when the question names a company.
-        :param unscoped_max_filings: at most this many filings when the question names none (None: every filing).
-            Chosen by a vector search for the question over all chunks when ``run`` gets ``query_embedding``,
-            else by period and form alone.
+        :param unscoped_max_filings: at most this many filings when the question names none (None: every filing),
+            by a vector search for the question over all chunks with ``query_embedding``, else by period and form.
         :param unscoped_candidate_filings: in a store with more filing vectors (``FilingWriter``) than this, that
             vector search reads only the chunks of this many filings, nearest to the question by filing vector,
             so that it never reads every vector of a large store (None: every chunk, whatever the store's size).
-        :param aliases: extra names per company, keyed by the company's name, ticker or one of its filing ids,
-            e.g. ``{"THE COCA-COLA COMPANY": ["coke"]}``.
+        :param aliases: extra names per company, keyed by its name, ticker or a filing id: ``{"THE COCA-COLA
+            COMPANY": ["coke"]}``.
         :param refresh_seconds: re-read the filing profiles when the cached ones are older (one read of the filing
             nodes, in the request that finds them old); None = only on ``refresh=True``.
         :param aliases_path: a YAML alias file of your own (``{company: [alias, ...]}``, the format of the shipped
@@ -141,22 +140,9 @@ class FilingScope(SharedStoreClient):
             (SEC's company tickers as the ``edgartools`` package ships them; the ``companies`` extra), a CSV,
             JSON-lines or parquet file with cik, ticker, name columns, or None for none.
         """
-        if not isinstance(max_filings, int) or max_filings < 1:
-            raise ValueError(f"max_filings must be a positive integer, got {max_filings!r}")
-        if unscoped_max_filings is not None and (
-            isinstance(unscoped_max_filings, bool)
-            or not isinstance(unscoped_max_filings, int)
-            or unscoped_max_filings < 1
-        ):
-            raise ValueError(f"unscoped_max_filings must be a positive integer or None, got {unscoped_max_filings!r}")
-        if unscoped_candidate_filings is not None and (
-            isinstance(unscoped_candidate_filings, bool)
-            or not isinstance(unscoped_candidate_filings, int)
-            or unscoped_candidate_filings < 1
-        ):
-            raise ValueError(
-                f"unscoped_candidate_filings must be a positive integer or None, got {unscoped_candidate_filings!r}"
-            )
+        check_int("max_filings", max_filings)
+        check_ints(optional=True, unscoped_max_filings=unscoped_max_filings,
+                   unscoped_candidate_filings=unscoped_candidate_filings)  # fmt: skip
         if aliases is not None and not all(
             isinstance(k, str) and isinstance(v, list) and all(isinstance(a, str) for a in v)
             for k, v in aliases.items()
@@ -239,15 +225,14 @@ class FilingScope(SharedStoreClient):
 
     @staticmethod
     def _say_what_is_not_there(
-        query: str, decision: ScopeDecision, analysed: QuestionAnalysis | None, explicit: bool
+        query: str, decision: ScopeDecision, analysed: QuestionAnalysis, explicit: bool
     ) -> ScopeDecision:
         """Drop company notices for capitalized words that name no company ("Domestic" segment). When the question
         names no indexed company: a known company the index lacks ("Apple" asked of a Best Buy store) scopes to no
         filing, with a notice naming it and its ticker; a name nobody knows keeps the dense filing ranking (never
         an empty answer while an indexed filing could fit), with a notice saying so."""
-        question = analysed.question_scope if analysed is not None else parse_question_scope(query)
-        spans = {(span.start, span.end) for span in question.company_spans}
-        terms = [t.text or t.term for t in analysed.terms] if analysed is not None else []
+        spans = {(span.start, span.end) for span in analysed.question_scope.company_spans}
+        terms = [t.text or t.term for t in analysed.terms]
         known = {k.text: (k.start, k.end) for k in decision.known}
 
         def keep(u: dict[str, str]) -> bool:
@@ -290,7 +275,8 @@ class FilingScope(SharedStoreClient):
         :param filing_ids: an explicit scope chosen by the caller; it overrides the question when non-empty.
         :param refresh: re-read the filing profiles from the store before deciding.
         :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its periods, dates, form hints and 8-K topics
-            are used instead of reading the question again (the company is still found against the index).
+            (the company is still found against the index); without it the question is analysed with the built-in
+            lexicon.
         :param query_embedding: the question's vector; an unscoped question in a large index is bounded to the
             filings of its nearest chunks (see ``unscoped_max_filings``).
         :returns: ``filing_ids``: the filings in scope, best first (every filing when unscoped); ``filters``: a
@@ -302,15 +288,15 @@ class FilingScope(SharedStoreClient):
             self.warm_up()  # a component used outside a Pipeline is not warmed up by anyone else
         elif refresh or (self.refresh_seconds is not None and time.monotonic() - self._read_at > self.refresh_seconds):
             self.refresh()
-        analysed = analysis_for(query, analysis)
+        analysed = analysis_or_own(query, analysis)
         decision = resolve_scope(
             query,
             self._profiles or [],
             filing_filter=filing_ids,
             max_filings=self.max_filings,
             company_index=self._index,
-            question_scope=analysed.question_scope if analysed is not None else None,
-            event_topics=analysed.event_topics if analysed is not None else None,
+            question_scope=analysed.question_scope,
+            event_topics=analysed.event_topics,
         )
         limit = self.unscoped_max_filings
         if limit is not None and not decision.scoped and len(decision.filing_ids) > limit:

@@ -1,31 +1,28 @@
 import functools
 import time
-from pathlib import Path
 from typing import Any, Literal
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from haystack_fin.core import schema
 from haystack_fin.core.graph.build import GRAPH_VERSION, chunk_graph_meta
-from haystack_fin.core.ingest.chunking import chunk_paragraphs
-from haystack_fin.core.ingest.filing_meta import detect_filing_meta
+from haystack_fin.core.ingest.chunking import check_chunking, chunk_paragraphs
 from haystack_fin.core.ingest.filing_node import (
     build_filing_node,
     chunk_meta,
     drop_chunks,
     filing_node_text,
+    filing_provenance,
     indexing_run_id,
+    parsed_filing,
 )
 from haystack_fin.core.ingest.items import EXHIBIT_PREFIX
-from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.semantic import semantic_chunks
 from haystack_fin.core.ingest.structure import TextChunker, structure_filing
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import DEFAULT_EMBEDDER
 from haystack_fin.core.retrieval.filing_profile import form_family
 from haystack_fin.core.schema import Modality
-from haystack_fin.core.text import normalize_line
-from haystack_fin.core.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -38,23 +35,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_CHUNK_TOKENS = 200
 DEFAULT_OVERLAP_TOKENS = 20  # ~10%: one trailing sentence of context; more costs embedding time
 DEFAULT_MAX_TABLE_ROWS = 15
-
-_FILING_FIELDS = schema.FILING_FIELDS
-
-
-def _elements_from_text(content: str) -> list[Element]:
-    """Layout elements for a Document that came from another converter: pages split on form feeds, one element
-    per non-empty line, short all-caps lines marked as headings."""
-    elements: list[Element] = []
-    for page_no, page in enumerate(content.split("\f"), start=1):
-        for raw in page.split("\n"):
-            line = normalize_line(raw)
-            if not line:
-                continue
-            letters = [c for c in line if c.isalpha()]
-            caps = len(letters) >= 4 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
-            elements.append(Element("text", line, page_no, is_heading=caps and len(line.split()) <= 14))
-    return elements
 
 
 @component
@@ -80,7 +60,22 @@ class FilingSplitter:
     node also records the source file's ``source_sha256`` and the ``skipped_pages`` the converter reports.
     With ``graph_meta`` (default) every chunk also carries its filing-graph entities and outgoing edges
     (``graph_entities``, ``graph_edges``, ``graph_version``, ``graph_lexicon``; ``core/graph/build.py``), so that
-    ``GraphExpander`` rebuilds a filing's graph without re-reading its text.
+    ``GraphExpander`` rebuilds a filing's graph without re-reading its text (a store written without them, or by
+    another graph version or lexicon, is extracted from the text on the filing's first query); the graph meta is
+    neither embedded nor searched, and its cost is in docs/benchmarks.md.
+
+    The exhibits filed with a 10-K or 10-Q after its signatures (sections "EX-10.2", "EX-21", ...: contracts, plans,
+    indentures, consents, certifications) are left out unless ``include_filed_exhibits``: they are not the report,
+    and they were 23% of the dev slice's embedded tokens while no evidence page of the 38 dev and 144 analyst
+    questions lies in them. The filing node still lists them as sections without chunks (pages and title), so
+    ``inspect`` shows what was left out. An 8-K's exhibits (the earnings release in EX-99.1) are always chunked.
+
+    ``chunking="semantic"`` cuts where consecutive sentences' embeddings drift apart beyond their
+    ``semantic_percentile``, then merges adjacent segments at least ``semantic_merge_threshold`` similar up to
+    ``chunk_tokens``, inside Item boundaries (``core/ingest/semantic.py``); it embeds every sentence at indexing with
+    ``semantic_model`` (loaded by ``warm_up``), measured against the default in docs/design.md. The per-section term
+    counts (``section_term_stats``) are off by default: routing to sections did not help on the dev slice or the
+    analyst set (docs/design.md), and the counting costs indexing time.
 
     Usage example:
     ```python
@@ -117,47 +112,23 @@ class FilingSplitter:
         :param overlap_tokens: tokens of trailing sentences repeated at the start of the next text chunk.
         :param max_table_rows: at most this many data rows per table block.
         :param include_images: emit image chunks (charts and images with caption, labels or OCR text).
-        :param include_filed_exhibits: also chunk the exhibits filed with a 10-K or 10-Q after its signatures
-            (sections "EX-10.2", "EX-21", ...: contracts, plans, indentures, consents, certifications). Off by
-            default: they are not the report, and they were 23% of the dev slice's embedded tokens while no evidence
-            page of the 38 dev and 144 analyst questions lies in them. The filing node still lists them as sections
-            without chunks (pages and title), so ``inspect`` shows what was left out. An 8-K's exhibits (the
-            earnings release in EX-99.1) are always chunked.
-        :param term_stats: count the financial lexicon's terms per Item into the filing node
-            (``item_term_counts``, ``item_term_totals``), which FlamRouter reads at query time.
-        :param section_term_stats: with ``term_stats``, also count them per section below each Item (the headings of
-            the first two levels: notes, MD&A subsections) into ``section_term_counts`` / ``section_term_totals``,
-            for ``FlamRouter(route_sections=True)``. Off by default: that routing did not help on the dev slice or
-            the analyst set (docs/design.md), and the counting costs indexing time.
-        :param tag_statements: mark the blocks of primary financial statements (balance sheet, income, cash flow,
-            equity, comprehensive income; found by their titles) with ``meta["statement"]``, which
-            DualTreeRetriever and TwoStageRanker use for questions about a statement or its line items.
-        :param lexicon_path: a lexicon JSON in the format of the built-in ``haystack_fin/data/lexicon.json`` for the
-            term counts and statement tags; default: the built-in lexicon. Query with the same lexicon (the
-            QueryAnalyzer's ``lexicon_path``): the counts are keyed by its cluster ids.
-        :param chunking: "sentence" (default: paragraphs packed on sentence boundaries up to ``chunk_tokens``) or
-            "semantic" (cut where consecutive sentences' embeddings drift apart beyond their ``semantic_percentile``,
-            then adjacent segments at least ``semantic_merge_threshold`` similar merged up to ``chunk_tokens``;
-            inside Item boundaries; ``core/ingest/semantic.py``). Semantic chunking embeds every sentence at
-            indexing with ``semantic_model`` (loaded by ``warm_up``); measured against the default in docs/design.md.
+        :param include_filed_exhibits: also chunk the exhibits filed with a 10-K or 10-Q (class docstring).
+        :param term_stats: count the lexicon's terms per Item into the filing node (``item_term_counts``,
+            ``item_term_totals``), which FlamRouter reads at query time.
+        :param tag_statements: mark the blocks of primary financial statements (found by their titles) with
+            ``meta["statement"]``, for questions about a statement or its line items.
+        :param lexicon_path: lexicon JSON (the built-in ``haystack_fin/data/lexicon.json``'s format; default: that one)
+            for the term counts, statement tags and graph entities; query with the same (QueryAnalyzer's).
+        :param chunking: "sentence" (paragraphs packed on sentence boundaries up to ``chunk_tokens``) or "semantic".
         :param semantic_model: sentence-transformers model for semantic chunking (bundled alias, name or path).
         :param semantic_percentile: breakpoint percentile (0-1) of consecutive cosine distances.
         :param semantic_merge_threshold: cosine similarity at or above which adjacent segments merge.
-        :param graph_meta: store each chunk's filing-graph entities (metrics, periods, amounts, references, ...,
-            with this splitter's lexicon) and its outgoing chunk-to-chunk edges in its meta
-            (``core.graph.build.chunk_graph_meta``). ``GraphExpander`` then builds a filing's graph from them instead
-            of extracting them from the chunk text on the filing's first query; a store written without them (or by
-            another graph version or lexicon) is extracted as before. Not embedded and not part of any text that is
-            searched; its cost is in docs/benchmarks.md.
+        :param graph_meta: store each chunk's filing-graph entities (with this splitter's lexicon) and outgoing
+            chunk-to-chunk edges in its meta (``core.graph.build.chunk_graph_meta``), for GraphExpander.
+        :param section_term_stats: with ``term_stats``, also count per section below each Item (notes, MD&A
+            subsections: ``section_term_counts``, ``section_term_totals``) for ``FlamRouter(route_sections=True)``.
         """
-        check_int("chunk_tokens", chunk_tokens, 16)
-        if not 0 <= overlap_tokens < chunk_tokens:
-            raise ValueError(f"overlap_tokens must be >= 0 and < chunk_tokens ({chunk_tokens}), got {overlap_tokens}")
-        check_int("max_table_rows", max_table_rows)
-        if chunking not in ("sentence", "semantic"):
-            raise ValueError(f"chunking must be 'sentence' or 'semantic', got {chunking!r}")
-        if not 0.0 <= semantic_percentile <= 1.0:
-            raise ValueError(f"semantic_percentile must be in [0, 1], got {semantic_percentile}")
+        check_chunking(chunk_tokens, overlap_tokens, max_table_rows, chunking, semantic_percentile)
         if lexicon_path is not None and not isinstance(lexicon_path, str):
             raise ValueError(f"lexicon_path must be a path string or None, got {type(lexicon_path).__name__}")
         self.chunk_tokens = chunk_tokens
@@ -230,35 +201,11 @@ class FilingSplitter:
             merge_threshold=self.semantic_merge_threshold,
         )
 
-    def _filing_meta(self, doc: Document, parsed: ParsedFiling) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The filing's provenance (copied to every chunk) and its registrant identity (filing node only)."""
-        meta = {k: doc.meta[k] for k in _FILING_FIELDS if doc.meta.get(k) not in (None, "")}
-        identity = {k: doc.meta[k] for k in schema.IDENTITY_FIELDS if doc.meta.get(k)}
-        if not {schema.COMPANY, schema.FORM, schema.PERIOD} <= meta.keys() or not identity:
-            detected = detect_filing_meta(parsed.page_texts, Path(parsed.source_path).name).to_dict()
-            for key, value in detected.items():
-                if key in _FILING_FIELDS and value not in (None, "") and key not in meta:
-                    meta[key] = value
-                elif key in schema.IDENTITY_FIELDS and value and key not in identity:
-                    identity[key] = value
-        meta.setdefault(schema.FILING_ID, doc.id)
-        meta.setdefault(schema.SOURCE_PATH, parsed.source_path)
-        for key in (schema.COMPANY, schema.FORM, schema.PERIOD):
-            meta.setdefault(key, "")
-        return meta, identity
-
     def split_filing(self, doc: Document) -> tuple[list[Document], Document]:
         """Split one filing Document into chunk Documents and its filing node."""
-        raw_elements = doc.meta.get(schema.ELEMENTS)
-        if raw_elements is not None:
-            elements = [Element.from_dict(e) for e in raw_elements]
-        else:
-            elements = _elements_from_text(doc.content or "")
-        pages = doc.content.split("\f") if doc.content else []
-        n_pages = int(doc.meta.get(schema.N_PAGES) or max((e.pages[-1] for e in elements), default=len(pages)))
-        source_path = str(doc.meta.get(schema.SOURCE_PATH) or doc.meta.get("file_path") or doc.id)
-        parsed = ParsedFiling(source_path, n_pages, elements, page_texts=pages)
-        meta, identity = self._filing_meta(doc, parsed)
+        parsed = parsed_filing(doc.content, doc.meta, doc.id)
+        meta, identity = filing_provenance(doc.meta, doc.id, parsed)
+        n_pages = parsed.n_pages
         structure = structure_filing(
             parsed,
             str(meta[schema.FORM]),

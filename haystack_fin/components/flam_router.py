@@ -3,7 +3,6 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from haystack_fin.core import schema
-from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.retrieval.flam import (
     DEFAULT_SMOOTHING,
     FilingStats,
@@ -12,7 +11,7 @@ from haystack_fin.core.retrieval.flam import (
     route,
     validate_weighting,
 )
-from haystack_fin.core.retrieval.question_analysis import analysis_for
+from haystack_fin.core.retrieval.question_analysis import analysis_or_own
 from haystack_fin.core.schema import NodeType
 from haystack_fin.core.validation import check_int
 from haystack_fin.store_registry import SharedStoreClient
@@ -67,7 +66,8 @@ class FlamRouter(SharedStoreClient):
     stand out (``sections``; ``route_sections``). Filing nodes without the counts are routed by the
     lexicon's Item priors for the question's concepts. Works with any Haystack document store that supports
     ``filter_documents`` (InMemory, Qdrant, ...). The counts must come from the same lexicon (cluster ids) as the
-    router's: a FinRAD CSV merged here adds query synonyms to existing clusters, which keeps the ids.
+    question's analysis (``QueryAnalyzer``; the built-in lexicon without one): a FinRAD CSV merged into the
+    analyzer's lexicon adds query synonyms to existing clusters, which keeps the ids.
 
     Outputs ``budgets`` for a budget-aware retriever, ``filters`` for any plain Haystack retriever (the chunks of
     the routed pairs), and ``routing``, a JSON explanation (terms, clusters, weights, budgets).
@@ -109,8 +109,6 @@ class FlamRouter(SharedStoreClient):
         top_k: int = 5,
         mode: WeightMode = "relative",
         temperature: float = 1.0,
-        lexicon_path: str | None = None,
-        finrad_csv: str | None = None,
         smoothing: float = DEFAULT_SMOOTHING,
         idf: bool = False,
         route_sections: bool = False,
@@ -122,12 +120,6 @@ class FlamRouter(SharedStoreClient):
             over more Items), "softmax" (of the relative scores, with ``temperature``) or "uniform" (an equal share
             for every Item with chunks, whatever the question: the FLAM ablation).
         :param temperature: softmax temperature (> 0); ignored by the other modes.
-        :param lexicon_path: a lexicon JSON in the format of the built-in ``haystack_fin/data/lexicon.json``;
-            default: the built-in lexicon. Used when ``run`` gets no ``analysis``; in the shipped query YAML the
-            ``QueryAnalyzer``'s lexicon is used (its analysis carries the question's terms, cluster names and Item
-            priors).
-        :param finrad_csv: a FinRAD-format CSV whose terms are merged into the lexicon (new synonyms of existing
-            clusters, new clusters for the rest); like ``lexicon_path``, only without an ``analysis``.
         :param smoothing: pseudo-count added to every Item's term total (0 = FinGEAR's plain ratio).
         :param idf: down-weight clusters mentioned in most Items of a filing by ``log(1 + N / df)``.
         :param route_sections: also route to the sections below each budgeted Item (the notes, MD&A's subsections)
@@ -137,20 +129,14 @@ class FlamRouter(SharedStoreClient):
         """
         check_int("top_k", top_k)
         validate_weighting(mode, temperature, smoothing)
-        for name, value in (("lexicon_path", lexicon_path), ("finrad_csv", finrad_csv)):
-            if value is not None and not isinstance(value, str):
-                raise ValueError(f"{name} must be a path string or None, got {type(value).__name__}.")
         self.document_store = document_store
         self.top_k = top_k
         self.mode = mode
         self.temperature = temperature
-        self.lexicon_path = lexicon_path
-        self.finrad_csv = finrad_csv
         self.smoothing = smoothing
         self.idf = idf
         self.route_sections = route_sections
         self._store: Any = None
-        self._lexicon: Lexicon | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # One style across components: every init parameter explicitly; default_to_dict serializes the store.
@@ -160,8 +146,6 @@ class FlamRouter(SharedStoreClient):
             top_k=self.top_k,
             mode=self.mode,
             temperature=self.temperature,
-            lexicon_path=self.lexicon_path,
-            finrad_csv=self.finrad_csv,
             smoothing=self.smoothing,
             idf=self.idf,
             route_sections=self.route_sections,
@@ -172,12 +156,7 @@ class FlamRouter(SharedStoreClient):
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        """Load the lexicon and connect the shared store instance (once; Pipeline calls this on every run)."""
-        if self._lexicon is None:
-            lexicon = Lexicon.load(self.lexicon_path)
-            if self.finrad_csv:
-                lexicon = Lexicon.from_finrad_csv(self.finrad_csv, base=lexicon)
-            self._lexicon = lexicon
+        """Connect the shared store instance (once; Pipeline calls this on every run)."""
         self._attach_store()
 
     def _filing_nodes(self, filing_ids: list[str] | None) -> list[Document]:
@@ -216,8 +195,8 @@ class FlamRouter(SharedStoreClient):
         :param query: the question.
         :param filing_ids: the filings in scope, best first; None = every filing in the store.
         :param top_k: total budget; None = the init value.
-        :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its lexicon terms, cluster names and Item priors
-            are used instead of this router's lexicon.
+        :param analysis: ``QueryAnalyzer``'s analysis of ``query``: its lexicon terms, cluster names and Item
+            priors; without it the question is analysed with the built-in lexicon.
         :returns: ``budgets``: ``[{filing_id, item, k, weight}]`` (k summing to ``top_k``; ``weight`` is the pair's
             share of the whole budget); ``filters``: a Haystack filter selecting the chunks of those pairs (None
             when nothing could be routed and no scope was given); ``routing``: a JSON-serializable explanation.
@@ -226,10 +205,10 @@ class FlamRouter(SharedStoreClient):
         check_int("top_k", k)
         self.warm_up()  # standalone use without a Pipeline; no-op once warm
         filings = self._filing_stats(filing_ids)
-        analysed = analysis_for(query, analysis)
-        # With an analysis, the question's clusters (names, Item priors) stand in for the lexicon: routing needs no
-        # other cluster, and the analyzer's lexicon is the one the pipeline is configured with.
-        lexicon = analysed.cluster_lexicon() if analysed is not None else self._lexicon
+        analysed = analysis_or_own(query, analysis)
+        # The question's clusters (names, Item priors) stand in for the lexicon: routing needs no other cluster, and
+        # the analyzer's lexicon is the one the pipeline is configured with.
+        lexicon = analysed.cluster_lexicon()
         decision = route(
             query,
             filings,
@@ -239,7 +218,7 @@ class FlamRouter(SharedStoreClient):
             smoothing=self.smoothing,
             idf=self.idf,
             lexicon=lexicon,
-            terms=analysed.terms if analysed is not None else None,
+            terms=analysed.terms,
             sections=self.route_sections,
         )
         if not decision.budgets:

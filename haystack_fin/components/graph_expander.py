@@ -9,10 +9,9 @@ from haystack.document_stores.types import DocumentStore
 from haystack_fin.core import schema
 from haystack_fin.core.graph.build import FilingGraph, build_filing_graph
 from haystack_fin.core.graph.entities import FiscalCalendar
-from haystack_fin.core.graph.expand import ExpansionParams, entity_hit, expand, question_intent, resolve_keys
-from haystack_fin.core.graph.explain import path_words
+from haystack_fin.core.graph.expand import Added, ExpansionParams, Seed, expand_filing, question_intent
 from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.retrieval.question_analysis import analysis_for
+from haystack_fin.core.retrieval.question_analysis import analysis_or_own
 from haystack_fin.core.validation import check_int
 from haystack_fin.store_registry import FilingEntry, SharedStoreClient
 
@@ -28,12 +27,36 @@ def _is_chunk(doc: Document) -> bool:
 _NO_GRAPH = object()  # the view of a filing without chunks (nothing to expand)
 
 
+def _by_filing(documents: list[Document]) -> dict[str, list[Document]]:
+    by_filing: dict[str, list[Document]] = {}
+    for doc in documents:
+        fid = doc.meta.get(schema.FILING_ID)
+        if fid:
+            by_filing.setdefault(str(fid), []).append(doc)
+    return by_filing
+
+
+def _seed(doc: Document) -> Seed:
+    budget = doc.meta.get(schema.BUDGET_K)
+    return Seed(doc.id, doc.score, str(doc.meta.get(schema.ITEM) or ""), budget if isinstance(budget, int) else None)
+
+
+def _with_hit(doc: Document, hits: dict[str, float], filing_id: str) -> Document:
+    """An incoming candidate with its entity hit in its filing's graph (``meta["graph"]``)."""
+    if doc.id not in hits or str(doc.meta.get(schema.FILING_ID)) != filing_id:
+        return doc
+    return replace(doc, meta={**doc.meta, schema.GRAPH: {"entity_hit": round(hits[doc.id], 4), "hops": 0}})
+
+
 @dataclass
 class _CachedGraph:
     graph: FilingGraph
     docs: dict[str, Document]  # chunk Documents without vectors
     vectors: dict[str, np.ndarray]  # unit-length chunk vectors (dense part of the score)
     calendar: FiscalCalendar
+
+    def item_of(self, chunk_id: str) -> str:
+        return str(self.docs[chunk_id].meta.get(schema.ITEM) or "")
 
 
 @component
@@ -102,7 +125,8 @@ class GraphExpander(SharedStoreClient):
         :param min_score: added passages below this score are dropped (intent-required ones are kept).
         :param cache_size: filings whose nodes and graphs are kept (LRU; the cache is shared by the components
             reading this store configuration and holds the largest ``cache_size`` they ask for).
-        :param lexicon_path: lexicon JSON (metrics of chunks and question); default: the built-in lexicon.
+        :param lexicon_path: lexicon JSON for the chunks' metrics (and the question's when ``run`` gets no
+            ``analysis``); default: the built-in lexicon. Use the QueryAnalyzer's.
         :param raise_budgets: an added passage's ``budget_k`` is its Item's incoming budget plus the passages added
             to that Item, so the ranker's per-Item cut has room for them; False: the Item's incoming budget.
         """
@@ -246,7 +270,8 @@ class GraphExpander(SharedStoreClient):
         :param query: the question; default: the question of ``analysis`` (so a pipeline that wires the analyzer
             needs no extra run input for this stage).
         :param top_k: passages added at most (overrides ``max_added``).
-        :param analysis: ``QueryAnalyzer``'s analysis of ``query`` (its lexicon clusters and periods are used).
+        :param analysis: ``QueryAnalyzer``'s analysis of ``query`` (its lexicon clusters and periods are used);
+            without it the question is analysed with this expander's lexicon.
         :param query_embedding: the question's vector, for the similarity part of the score.
         :returns: ``documents``: the incoming documents, then the added ones; ``trace``: per filing the question's
             keys as matched (exact/normalized), anchors, chunks reached, required and added ids, the graph's build
@@ -261,97 +286,44 @@ class GraphExpander(SharedStoreClient):
         limit = self.max_added if top_k is None else top_k
         if limit < 0:
             raise ValueError(f"top_k must be non-negative, got {limit}")
-        analysed = analysis_for(query, analysis)
-        params = ExpansionParams(
+        analysed = analysis_or_own(query, analysis, self._lexicon)
+        q_vec = np.asarray(query_embedding, dtype=np.float32).tolist() if query_embedding else None
+        out_docs, present = list(documents), {d.id for d in documents}
+        traces: list[dict[str, Any]] = []
+        added_total = 0
+        for fid, docs in _by_filing(documents).items():
+            if added_total >= limit:
+                break
+            cached = self._load(fid, str(docs[0].meta.get(schema.INDEX_RUN) or ""))
+            if cached is None:
+                continue
+            assert self._lexicon is not None
+            intent = question_intent(query, self._lexicon, cached.calendar, list(analysed.clusters), analysed.scope)
+            result = expand_filing(
+                cached.graph, intent, [_seed(d) for d in docs], self._params(limit - added_total), q_vec,
+                cached.vectors, cached.item_of, present, self.raise_budgets,
+            )  # fmt: skip
+            out_docs = [_with_hit(d, result.entity_hits, fid) for d in out_docs]
+            out_docs.extend(self._added_document(cached, added) for added in result.added)
+            added_total += len(result.added)
+            graph = cached.graph
+            traces.append({"filing_id": fid, "build_seconds": round(graph.seconds, 4), "from_meta": graph.from_meta,
+                           **result.trace})  # fmt: skip
+        return {"documents": out_docs, "trace": {"filings": traces, "seconds": round(time.perf_counter() - start, 4)}}
+
+    def _params(self, max_added: int) -> ExpansionParams:
+        return ExpansionParams(
             w_entity=self.entity_weight,
             w_hop=self.hop_weight,
             w_vector=self.vector_weight,
             max_hops=self.max_hops,
-            max_added=limit,
+            max_added=max_added,
             min_score=self.min_score,
         )
-        by_filing: dict[str, list[Document]] = {}
-        for doc in documents:
-            fid = doc.meta.get(schema.FILING_ID)
-            if fid:
-                by_filing.setdefault(str(fid), []).append(doc)
-        q_vec = np.asarray(query_embedding, dtype=np.float32) if query_embedding else None
-        present = {d.id for d in documents}
-        out_docs = list(documents)
-        traces: list[dict[str, Any]] = []
-        added_total = 0
-        for fid, docs in by_filing.items():
-            if added_total >= limit:
-                break
-            entry = self._load(fid, str(docs[0].meta.get(schema.INDEX_RUN) or ""))
-            if entry is None:
-                continue
-            assert self._lexicon is not None
-            intent = question_intent(
-                query,
-                self._lexicon,
-                entry.calendar,
-                list(analysed.clusters) if analysed is not None else None,
-                analysed.scope if analysed is not None else None,
-            )
-            filing_params = replace(params, max_added=limit - added_total)
-            expansions, trace = expand(
-                entry.graph,
-                intent,
-                # best retrieval score first: the walk seeds from the top candidates whatever order they came in
-                [d.id for d in sorted(docs, key=lambda d: -(d.score or 0.0))],
-                filing_params,
-                q_vec.tolist() if q_vec is not None else None,
-                entry.vectors,
-            )
-            metrics, periods, _ = resolve_keys(entry.graph, intent)
-            for i, doc in enumerate(out_docs):
-                if doc.id in entry.graph.chunks and str(doc.meta.get(schema.FILING_ID)) == fid:
-                    hit = entity_hit(entry.graph, doc.id, metrics, periods)
-                    out_docs[i] = replace(
-                        doc, meta={**doc.meta, schema.GRAPH: {"entity_hit": round(hit, 4), "hops": 0}}
-                    )
-            budgets: dict[str, int] = {}
-            for doc in docs:
-                k = doc.meta.get(schema.BUDGET_K)
-                item = str(doc.meta.get(schema.ITEM) or "")
-                if isinstance(k, int) and not isinstance(k, bool):
-                    budgets[item] = max(budgets.get(item, 0), k)
-            new_per_item: dict[str, int] = {}
-            for exp in expansions:
-                if exp.chunk_id in present:
-                    continue
-                chunk = entry.docs[exp.chunk_id]
-                item = str(chunk.meta.get(schema.ITEM) or "")
-                new_per_item[item] = new_per_item.get(item, 0) + 1
-                vector = entry.vectors.get(exp.chunk_id)
-                meta = {
-                    **chunk.meta,
-                    # "explain": the path in plain words, for `ask --explain` and other readers of the passage.
-                    schema.GRAPH: {
-                        **exp.to_meta(),
-                        "explain": path_words(exp.chunk_id, exp.path, entry.graph.chunks, exp.reason),
-                    },
-                    schema.RETRIEVAL: {"mode": "graph", "reason": exp.reason},
-                    # The Item's budget, grown by what the graph adds to it, so the ranker's per-Item cut keeps room.
-                    schema.BUDGET_K: budgets.get(item, 0) + (new_per_item[item] if self.raise_budgets else 0),
-                }
-                out_docs.append(
-                    replace(
-                        chunk,
-                        score=exp.score,
-                        embedding=vector.tolist() if vector is not None else None,
-                        meta=meta,
-                    )
-                )
-                present.add(exp.chunk_id)
-                added_total += 1
-            traces.append(
-                {
-                    "filing_id": fid,
-                    "build_seconds": round(entry.graph.seconds, 4),
-                    "from_meta": entry.graph.from_meta,
-                    **trace,
-                }
-            )
-        return {"documents": out_docs, "trace": {"filings": traces, "seconds": round(time.perf_counter() - start, 4)}}
+
+    @staticmethod
+    def _added_document(cached: _CachedGraph, added: Added) -> Document:
+        """An added passage: a copy of its chunk with the graph's score, the chunk's unit vector and ``added.meta``."""
+        chunk, vector = cached.docs[added.chunk_id], cached.vectors.get(added.chunk_id)
+        embedding = vector.tolist() if vector is not None else None
+        return replace(chunk, score=added.score, embedding=embedding, meta={**chunk.meta, **added.meta})

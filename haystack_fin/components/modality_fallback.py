@@ -1,11 +1,9 @@
-import contextlib
 from dataclasses import replace
 from typing import Any, Literal
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from haystack_fin.core import schema
-from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.retrieval.modality_fallback import (
     DIRECT_TABLE_WEIGHT,
     FallbackCandidate,
@@ -14,23 +12,20 @@ from haystack_fin.core.retrieval.modality_fallback import (
     concept_phrases,
     decide,
 )
-from haystack_fin.core.retrieval.question_analysis import QuestionAnalysis, analysis_for, analyze_question
+from haystack_fin.core.retrieval.question_analysis import QuestionAnalysis, analysis_or_own
 
 logger = logging.getLogger(__name__)
 
 
-def question_concepts(analysis: QuestionAnalysis, lexicon: Lexicon | None = None) -> list[tuple[str, list[str]]]:
+def question_concepts(analysis: QuestionAnalysis) -> list[tuple[str, list[str]]]:
     """The question's lexicon concepts as the fallback's coverage check reads them: per cluster, the terms it
-    matched, their surfaces in the question and, with ``lexicon``, all the cluster's synonyms (a passage says
-    "purchases of property and equipment" where the question says "capex")."""
+    matched, their surfaces in the question and all the cluster's synonyms (a passage says "purchases of property
+    and equipment" where the question says "capex")."""
     surfaces: dict[str, list[str]] = {}
     for term in analysis.terms:
         surfaces.setdefault(term.cluster_id, []).extend(s for s in (term.term, term.text) if s)
-    if lexicon is not None:
-        for cluster_id, found in surfaces.items():
-            # The analyzer's lexicon may have a cluster this one lacks: its matched terms only, then.
-            with contextlib.suppress(KeyError):
-                found.extend(lexicon.cluster(cluster_id).terms)
+    for cluster_id, found in surfaces.items():
+        found.extend(analysis.synonyms.get(cluster_id, ()))
     return concept_phrases(list(surfaces.items()))
 
 
@@ -58,8 +53,8 @@ class ModalityThresholdFallback:
     their order; kept ones are copies with ``meta["fallback"] = {"cosine", "tier"}``. The thresholds belong to the
     embedder: calibrate them with ``haystack-fin calibrate`` (the shipped query YAML holds MiniLM's).
 
-    ``analysis`` (``QueryAnalyzer``) gives the lexicon terms and statements; without it the question is analysed
-    with ``lexicon_path`` (default: the built-in lexicon), whose synonyms the coverage check accepts either way.
+    ``analysis`` (``QueryAnalyzer``) gives the lexicon terms, their synonyms and the statements; without it the
+    question is analysed with the built-in lexicon (``question_analysis.analysis_or_own``).
     Documents without ``modality`` count as text, so it works after a plain Haystack retriever.
 
     Usage example:
@@ -90,7 +85,6 @@ class ModalityThresholdFallback:
         on_insufficient: Literal["all", "last_tier"] = "all",
         direct_table_weight: float = DIRECT_TABLE_WEIGHT,
         enabled: bool = True,
-        lexicon_path: str | None = None,
     ) -> None:
         """
         :param thresholds: cosine threshold per modality ``text``, ``table``, ``image`` (missing ones: defaults of
@@ -103,8 +97,6 @@ class ModalityThresholdFallback:
         :param direct_table_weight: a statement weight (``statements_in_query``) at or above which the question
             starts at the table tier (1.0: the statement is named outright).
         :param enabled: False passes every passage through (tier "off"), e.g. to record cosines.
-        :param lexicon_path: lexicon whose synonyms the coverage check accepts, and that analyses the question when
-            ``run`` gets no ``analysis`` (default: the built-in one; use the QueryAnalyzer's).
         """
         self.thresholds = thresholds
         self.min_counts = min_counts
@@ -112,11 +104,9 @@ class ModalityThresholdFallback:
         self.on_insufficient = on_insufficient
         self.direct_table_weight = direct_table_weight
         self.enabled = enabled
-        self.lexicon_path = lexicon_path
         self._config = FallbackConfig.from_params(  # validates eagerly, no I/O
             thresholds, min_counts, coverage, on_insufficient, direct_table_weight
         )
-        self._lexicon: Lexicon | None = None
 
     @property
     def config(self) -> FallbackConfig:
@@ -124,9 +114,7 @@ class ModalityThresholdFallback:
         return self._config
 
     def warm_up(self) -> None:
-        """Load the lexicon (the concepts' synonyms; the analysis too when ``run`` gets none); idempotent."""
-        if self._lexicon is None:
-            self._lexicon = Lexicon.load(self.lexicon_path)
+        """Nothing to load: the question's concepts and their synonyms come with the analysis."""
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -137,7 +125,6 @@ class ModalityThresholdFallback:
             on_insufficient=self.on_insufficient,
             direct_table_weight=self.direct_table_weight,
             enabled=self.enabled,
-            lexicon_path=self.lexicon_path,
         )
 
     @classmethod
@@ -154,14 +141,12 @@ class ModalityThresholdFallback:
     ) -> FallbackDecision:
         """The core decision for ``documents`` (``config``: another configuration than the init one, for
         calibration)."""
-        self.warm_up()
-        assert self._lexicon is not None
-        analysed = analysis_for(query, analysis) or analyze_question(query, self._lexicon)
+        analysed = analysis_or_own(query, analysis)
         return decide(
             [candidate(d) for d in documents],
             query_embedding,
             config or self._config,
-            question_concepts(analysed, self._lexicon),
+            question_concepts(analysed),
             analysed.statements,
         )
 

@@ -14,12 +14,13 @@ class QueryAnalyzer:
     statements it names or implies, its content terms and whether it asks for a number, and its periods, dates,
     form hints, 8-K topics and capitalized (candidate company) names.
 
-    ``FilingScope``, ``FlamRouter``, ``DualTreeRetriever`` and ``TwoStageRanker`` take the ``analysis`` output as an
-    optional input and then do not read the question themselves; without it (each used alone) they analyse it as
-    before, each with its own lexicon. So in the shipped ``pipelines/query.yaml`` the lexicon is configured here,
-    once. The layout of ``analysis`` is ``haystack_fin.core.retrieval.question_analysis.QuestionAnalysis.to_dict``
-    (plain JSON). Which indexed company the question names is not in it: that needs the store's filing profiles,
-    which FilingScope holds.
+    ``FilingScope``, ``FlamRouter``, ``DualTreeRetriever``, ``GraphExpander``, ``TwoStageRanker`` and
+    ``ModalityThresholdFallback`` take the ``analysis`` output as an optional input and do not read the question
+    themselves; used alone, without it, each analyses the question through the one helper
+    ``question_analysis.analysis_or_own`` (built-in lexicon, or the expander's). So the query side's lexicon is
+    configured here, once. The layout of ``analysis`` is
+    ``haystack_fin.core.retrieval.question_analysis.QuestionAnalysis.to_dict`` (plain JSON). Which indexed company
+    the question names is not in it: that needs the store's filing profiles, which FilingScope holds.
 
     Usage example:
     ```python
@@ -40,7 +41,7 @@ class QueryAnalyzer:
             default: the built-in lexicon. Index with the same lexicon (FilingSplitter's ``lexicon_path``): FLAM
             compares the question's cluster ids with the counts stored at indexing.
         :param finrad_csv: a FinRAD-format CSV whose terms are merged into the lexicon (new synonyms of existing
-            clusters, new clusters for the rest), as FlamRouter's ``finrad_csv``.
+            clusters, new clusters for the rest).
         """
         for name, value in (("lexicon_path", lexicon_path), ("finrad_csv", finrad_csv)):
             if value is not None and not isinstance(value, str):

@@ -75,6 +75,11 @@ class TreeBuilder:
     summary node), ``tree_parent_ids`` (all of them), ``__level`` and ``__block_size``. Documents that are not
     chunks pass through unchanged.
 
+    Without a ``chat_generator`` the question tree is not built by default (``question_tree``): template questions
+    were measured to add no retrieval quality on unseen filings and on the analyst set (docs/design.md) while their
+    embedding is most of the trees' indexing cost, so the default index has the summary tree only, which
+    DualTreeRetriever then walks alone.
+
     Usage example:
     ```python
     from haystack import Pipeline
@@ -131,10 +136,8 @@ class TreeBuilder:
         :param random_state: seed of the clustering.
         :param progress_bar: show a progress bar over (filing, Item) groups.
         :param question_tree: build the question tree (question nodes, embedded). None (default): only with a
-            ``chat_generator``, i.e. with LLM-written questions; True: also with template questions; False: never.
-            Template questions were measured to add no retrieval quality on unseen filings and on the analyst set
-            (docs/design.md) while their embedding is most of the trees' indexing cost, so without a
-            model the default index has the summary tree only; DualTreeRetriever then walks that tree alone.
+            ``chat_generator``, i.e. with LLM-written questions (class docstring); True: also with template questions;
+            False: never.
         """
         validate_tree_params(reducer, max_cluster_size, soft_threshold)
         check_int("max_summary_words", max_summary_words, 10)

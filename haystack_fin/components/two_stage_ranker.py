@@ -9,7 +9,6 @@ if TYPE_CHECKING:  # imported in warm_up: the default fallback scorer needs no s
     from haystack_integrations.components.rankers.sentence_transformers import SentenceTransformersSimilarityRanker
 
 from haystack_fin.core import schema
-from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.models import resolve_model
 from haystack_fin.core.retrieval.bm25 import content_terms
 from haystack_fin.core.retrieval.candidates import candidate_source
@@ -30,8 +29,9 @@ from haystack_fin.core.retrieval.ranking_model import (
     feature_matrix,
 )
 from haystack_fin.core.retrieval.sections import question_sections
-from haystack_fin.core.retrieval.two_stage_selection import BUDGET_K, RERANK, GroupKey, group_budgets, two_stage_select
+from haystack_fin.core.retrieval.two_stage_selection import BUDGET_K, RERANK, GroupKey, rank_cut, rerank_record
 from haystack_fin.core.schema import Modality
+from haystack_fin.core.validation import check_int, check_ints
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class TwoStageRanker:
     companies, ``haystack_fin/data/ranker_weights.json``), a logistic model over those signals and the candidates'
     source, Item, modality, place in the filing and graph match replaces the hand-set fusion
     (``haystack_fin.core.retrieval.ranking_model``; ``haystack-fin train-ranker`` refits it). The question is read
-    once: from ``analysis`` (a ``QueryAnalyzer``'s), else analysed here with ``lexicon_path``'s lexicon.
+    once: from ``analysis`` (a ``QueryAnalyzer``'s), else analysed here with the built-in lexicon.
 
     Input documents are deduplicated by id and never mutated. Output documents are copies with ``score`` set and
     ``meta["rerank"] = {"stage1_score", "stage1_rank_in_item", "stage2_rank", "scorer"}`` (ranks 1-based; the
@@ -173,7 +173,6 @@ class TwoStageRanker:
         model_kwargs: dict[str, Any] | None = None,
         meta_fields_to_embed: list[str] | None = None,
         fallback_weights: dict[str, float] | None = None,
-        lexicon_path: str | None = None,
         scoring_model: str | None = None,
         per_item_cut: bool = True,
     ) -> None:
@@ -183,8 +182,7 @@ class TwoStageRanker:
         :param top_k: passages returned after stage 2.
         :param stage1_top_k: passages kept per (filing_id, item) group in stage 1; overrides ``budget_k`` meta and
             the even split when set.
-        :param scale_score: pass cross-encoder logits through a sigmoid (scores in [0, 1]). The fallback scorer is
-            always in [0, 1] and ignores it.
+        :param scale_score: pass cross-encoder logits through a sigmoid (the fallback scorer is in [0, 1] anyway).
         :param batch_size: cross-encoder batch size.
         :param device: device of the cross-encoder; ``None`` selects automatically.
         :param model_kwargs: keyword arguments for the cross-encoder's ``from_pretrained``.
@@ -192,9 +190,6 @@ class TwoStageRanker:
             (FilingSplitter's company/form/period and section-path line).
         :param fallback_weights: weights of the fallback scorer's signals, any of ``dense``, ``lexical``, ``table``,
             ``statement`` (defaults in ``haystack_fin.core.retrieval.passage_scoring.FallbackWeights``).
-        :param lexicon_path: lexicon JSON with which the question is analysed when ``run`` gets no ``analysis``
-            (``question_analysis.analysis_or_own``); default: the built-in lexicon. In the shipped query YAML the
-            ``QueryAnalyzer``'s analysis (and lexicon) is used.
         :param scoring_model: a ranking model JSON (``haystack_fin.core.retrieval.ranking_model``: a logistic model
             over the fallback's signals and the candidates' source, Item, modality and position; ``haystack-fin
             train-ranker`` fits one), as a path or the name of a file shipped in ``haystack_fin/data``. It replaces
@@ -205,12 +200,8 @@ class TwoStageRanker:
         """
         if model is not None and not str(model).strip():
             raise ValueError("model must be a cross-encoder name or path, or None for the fallback scorer; got ''")
-        if top_k < 1:
-            raise ValueError(f"top_k must be >= 1, got {top_k}")
-        if stage1_top_k is not None and stage1_top_k < 1:
-            raise ValueError(f"stage1_top_k must be None or >= 1, got {stage1_top_k}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_ints(top_k=top_k, batch_size=batch_size)
+        check_int("stage1_top_k", stage1_top_k, optional=True)
         self.model = model
         self.top_k = top_k
         self.stage1_top_k = stage1_top_k
@@ -222,17 +213,15 @@ class TwoStageRanker:
         self.fallback_weights = fallback_weights
         if scoring_model is not None and (not isinstance(scoring_model, str) or not scoring_model.strip()):
             raise ValueError(f"scoring_model must be a ranking model JSON path or name, or None; got {scoring_model!r}")
-        self.lexicon_path = lexicon_path
         self.scoring_model = scoring_model
         self.per_item_cut = per_item_cut
         self._weights = FallbackWeights.from_dict(fallback_weights)  # validates eagerly, no I/O
         self._cross_encoder: SentenceTransformersSimilarityRanker | None = None
-        self._lexicon: Lexicon | None = None
         self._ranking_model: LinearRankingModel | None = None
 
     def warm_up(self) -> None:
         """Load the ranking model (fallback scorer with ``scoring_model``) or the cross-encoder (``model`` set);
-        idempotent (Pipeline calls it on every run). The lexicon is loaded on the first run without an analysis."""
+        idempotent (Pipeline calls it on every run)."""
         if self.model is None:
             if self.scoring_model is not None and self._ranking_model is None:
                 self._ranking_model = LinearRankingModel.load(self.scoring_model)
@@ -268,7 +257,6 @@ class TwoStageRanker:
             model_kwargs=self.model_kwargs,
             meta_fields_to_embed=self.meta_fields_to_embed,
             fallback_weights=self.fallback_weights,
-            lexicon_path=self.lexicon_path,
             scoring_model=self.scoring_model,
             per_item_cut=self.per_item_cut,
         )
@@ -300,9 +288,7 @@ class TwoStageRanker:
         features and, with ``scoring_model``, its scores. ``train-ranker`` dumps the features from here, so what is
         fitted is what runs."""
         self.warm_up()
-        if analysis is None and self._lexicon is None:
-            self._lexicon = Lexicon.load(self.lexicon_path)
-        analysed = analysis_or_own(query, analysis, self._lexicon)
+        analysed = analysis_or_own(query, analysis)
         # A zero weight switches its signal off for the model too (the ablations rely on it).
         statements = dict(analysed.statements) if self._weights.statement > 0 else {}
         sections = question_sections(analysed.clusters) if self._weights.section > 0 else {}
@@ -335,6 +321,18 @@ class TwoStageRanker:
             scores, hand, signals, features, statements, sections, segment_question, facts, list(raw_cosines), flags
         )
 
+    def _fallback_trace(self, scored: CandidateScores) -> dict[str, Any]:
+        """The fallback scorer's part of the trace: its weights and model, and what it read of the question."""
+        return {
+            "weights": self._weights.to_dict(),
+            "scoring_model": self.scoring_model,
+            "n_with_dense": sum(s.dense is not None for s in scored.signals),
+            "table_prior_used": any(s.table is not None for s in scored.signals),
+            "statements": scored.statements,
+            "sections": scored.sections,
+            "segment_question": scored.segment_question,
+        }
+
     def _cross_encoder_scores(self, query: str, docs: list[Document]) -> list[float]:
         self.warm_up()
         assert self._cross_encoder is not None
@@ -364,8 +362,7 @@ class TwoStageRanker:
             ``trace``: what each stage did (scorer, per-group budgets and survivors, fallback details).
         """
         k = self.top_k if top_k is None else top_k
-        if k < 1:
-            raise ValueError(f"top_k must be >= 1, got {k}")
+        check_int("top_k", k)
         scorer = "fallback" if self.model is None else "cross-encoder"
         unique, n_duplicates = _deduplicate(documents)
         trace = schema.RankerTrace(
@@ -379,60 +376,26 @@ class TwoStageRanker:
         )
         if not unique:
             return {"documents": [], "trace": trace}
-
         fallback: list[PassageScore] | None = None
         if self.model is None:
             scored = self.score_candidates(query, unique, query_embedding, analysis)
-            fallback = scored.signals
-            scores = scored.scores
-            trace["fallback"] = {
-                "weights": self._weights.to_dict(),
-                "scoring_model": self.scoring_model,
-                "n_with_dense": sum(s.dense is not None for s in fallback),
-                "table_prior_used": any(s.table is not None for s in fallback),
-                "statements": scored.statements,
-                "sections": scored.sections,
-                "segment_question": scored.segment_question,
-            }
+            fallback, scores = scored.signals, scored.scores
+            trace["fallback"] = self._fallback_trace(scored)
         else:
             scores = self._cross_encoder_scores(query, unique)
-
-        keys = [_group_key(d) for d in unique]
-        # Without the per-Item cut every group may keep all of its candidates: stage 2 alone decides.
-        stage1 = self.stage1_top_k if self.per_item_cut else len(unique)
-        budgets = group_budgets(keys, k, [d.meta.get(BUDGET_K) for d in unique], stage1)
-        selection = two_stage_select(scores, keys, budgets, k)
-
+        keys, budgets = [_group_key(d) for d in unique], [d.meta.get(BUDGET_K) for d in unique]
+        cut = rank_cut(scores, keys, budgets, k, self.stage1_top_k, self.per_item_cut)
         out: list[Document] = []
-        for ranked in selection.selected:
+        for ranked in cut.selection.selected:
             doc = unique[ranked.index]
-            rerank: dict[str, Any] = {
-                "stage1_score": ranked.score,
-                "stage1_rank_in_item": ranked.stage1_rank,
-                "stage2_rank": ranked.stage2_rank,
-                "scorer": scorer,
-            }
-            if fallback is not None:
-                rerank["signals"] = {k_: v for k_, v in fallback[ranked.index].to_dict().items() if k_ != "score"}
-            out.append(replace(doc, score=ranked.score, meta={**doc.meta, RERANK: rerank}))
-
-        trace["groups"] = [
-            schema.RankerGroupTrace(
-                filing_id=b.key[0],
-                item=b.key[1],
-                n_candidates=b.n_candidates,
-                budget=b.budget,
-                budget_source=b.source,
-                kept_stage1=selection.kept_stage1.get(b.key, 0),
-                kept_stage2=selection.kept_stage2.get(b.key, 0),
-            )
-            for b in budgets.values()
-        ]
+            record = rerank_record(ranked, scorer, fallback[ranked.index].to_dict() if fallback is not None else None)
+            out.append(replace(doc, score=ranked.score, meta={**doc.meta, RERANK: record}))
+        trace["groups"] = cut.group_traces()
         trace["n_output"] = len(out)
         logger.debug(
             "TwoStageRanker: {n_candidates} candidates in {n_groups} groups -> {n_output}",
             n_candidates=len(unique),
-            n_groups=len(budgets),
+            n_groups=len(cut.budgets),
             n_output=len(out),
         )
         return {"documents": out, "trace": trace}

@@ -20,3 +20,9 @@ def is_int(value: object, minimum: int = 1, *, maximum: int | None = None) -> bo
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         return False
     return maximum is None or value <= maximum
+
+
+def check_ints(minimum: int = 1, *, optional: bool = False, **values: object) -> None:
+    """``check_int`` over several parameters, given by name: ``check_ints(0, top_k=top_k, limit=limit)``."""
+    for name, value in values.items():
+        check_int(name, value, minimum, optional=optional)

@@ -545,9 +545,8 @@ class TestDualTreeRetriever:
     ],
 )
 def test_same_candidates_with_the_query_analyzers_analysis(store, monkeypatch, question):
-    from haystack_fin.components import dual_tree_retriever
     from haystack_fin.components.query_analyzer import QueryAnalyzer
-    from haystack_fin.core.retrieval import tree_search
+    from haystack_fin.core.retrieval import question_analysis, tree_search
     from haystack_fin.core.retrieval.bm25 import content_terms
 
     tagged = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "1A", 9)})[0]
@@ -577,7 +576,6 @@ def test_same_candidates_with_the_query_analyzers_analysis(store, monkeypatch, q
             not_again()
         return content_terms(text)
 
-    monkeypatch.setattr(dual_tree_retriever, "statements_in_query", not_again)
-    monkeypatch.setattr(dual_tree_retriever, "sections_in_query", not_again)
+    monkeypatch.setattr(question_analysis, "analyze_question", not_again)
     monkeypatch.setattr(tree_search, "content_terms", terms_of_chunks_only)  # the BM25 query's terms
     assert run(analysis=analysis) == alone

@@ -7,6 +7,7 @@ from haystack.core.serialization import component_from_dict, component_to_dict
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from haystack_fin.components.flam_router import FlamRouter, budget_filters
+from haystack_fin.components.query_analyzer import QueryAnalyzer
 from haystack_fin.core.lexicon import Lexicon, TermCluster
 from haystack_fin.core.retrieval.flam import ItemBudget
 
@@ -64,36 +65,33 @@ class TestFlamRouter:
     def test_init_defaults(self, store):
         router = FlamRouter(document_store=store)
         assert (router.top_k, router.mode, router.temperature) == (5, "relative", 1.0)
-        assert router.lexicon_path is None and router.finrad_csv is None
-        assert router._lexicon is None and router._store is None  # nothing loaded before warm_up
+        assert router._store is None  # nothing connected before warm_up
 
-    def test_init_does_no_io(self, store):
-        router = FlamRouter(document_store=store, lexicon_path="/nonexistent/lexicon.json")
-        with pytest.raises(FileNotFoundError):
-            router.warm_up()
+    def test_the_lexicon_is_the_analyzers(self, store):
+        with pytest.raises(TypeError, match="lexicon_path"):
+            FlamRouter(document_store=store, lexicon_path="lex.json")  # type: ignore[call-arg]  # removed parameter
 
     @pytest.mark.parametrize(
         "kwargs",
-        [{"top_k": 0}, {"top_k": 2.5}, {"mode": "bm25"}, {"temperature": 0.0}, {"smoothing": -1.0}, {"finrad_csv": 3}],
+        [{"top_k": 0}, {"top_k": 2.5}, {"mode": "bm25"}, {"temperature": 0.0}, {"smoothing": -1.0}],
     )
     def test_init_invalid(self, store, kwargs):
         with pytest.raises(ValueError):
             FlamRouter(document_store=store, **kwargs)
 
     def test_to_dict(self, store):
-        router = FlamRouter(document_store=store, top_k=7, mode="log", lexicon_path="lex.json")
+        router = FlamRouter(document_store=store, top_k=7, mode="log")
         data = component_to_dict(router, "router")
         assert data["type"] == ROUTER_TYPE
         params = data["init_parameters"]
         assert params["document_store"]["type"].endswith("InMemoryDocumentStore")
-        assert {k: params[k] for k in ("top_k", "mode", "temperature", "lexicon_path", "finrad_csv", "idf")} == {
+        assert {k: params[k] for k in ("top_k", "mode", "temperature", "idf")} == {
             "top_k": 7,
             "mode": "log",
             "temperature": 1.0,
-            "lexicon_path": "lex.json",
-            "finrad_csv": None,
             "idf": False,
         }
+        assert "lexicon_path" not in params and "finrad_csv" not in params
 
     def test_from_dict(self, store):
         data = component_to_dict(FlamRouter(document_store=store, mode="softmax", temperature=0.5), "router")
@@ -110,10 +108,9 @@ class TestFlamRouter:
     def test_warm_up_is_idempotent(self, store):
         router = FlamRouter(document_store=store)
         router.warm_up()
-        lexicon, connected = router._lexicon, router._store
+        connected = router._store
         router.warm_up()
-        assert router._lexicon is lexicon and router._store is connected
-        assert lexicon is Lexicon.load_default()
+        assert router._store is connected
 
     def test_run_single_filing(self, store):
         result = FlamRouter(document_store=store, top_k=4).run("What was capex?", filing_ids=["acme-2023"])
@@ -153,16 +150,17 @@ class TestFlamRouter:
         assert result["routing"]["filings"][0]["basis"] == "uniform"
         assert [b["item"] for b in result["budgets"]] == ["1A", "7", "8"]
 
-    def test_custom_lexicon_and_finrad_csv(self, store, tmp_path):
+    def test_the_analyzers_custom_lexicon_and_finrad_csv_reach_the_router(self, store, tmp_path):
         lexicon = Lexicon([TermCluster("capex", "Capex", "cash_flow", ("capex",), {"10-K": ("8",)})])
         lexicon_path = tmp_path / "lexicon.json"
         lexicon.to_json(lexicon_path)
         csv_path = tmp_path / "finrad.csv"
         csv_path.write_text("terms,definitions\ncapex; capital outlays,Money spent on fixed assets\n", encoding="utf-8")
-        router = FlamRouter(document_store=store, lexicon_path=str(lexicon_path), finrad_csv=str(csv_path))
-        result = router.run("How large were capital outlays?", filing_ids=["acme-2023"])
+        analyzer = QueryAnalyzer(lexicon_path=str(lexicon_path), finrad_csv=str(csv_path))
+        question = "How large were capital outlays?"
+        analysis = analyzer.run(query=question)["analysis"]
+        result = FlamRouter(document_store=store).run(question, filing_ids=["acme-2023"], analysis=analysis)
         assert [t["cluster"] for t in result["routing"]["terms"]] == ["capex"]  # FinRAD synonym, existing id
-        assert len(router._lexicon) == 1
 
 
 class TestBudgetFilters:

@@ -112,7 +112,7 @@ def test_to_dict_from_dict_and_yaml_round_trip():
     data = component_to_dict(fb, "fallback")
     assert data["init_parameters"]["thresholds"] == {"text": 0.5} and data["init_parameters"]["coverage"] == "all"
     restored = component_from_dict(ModalityThresholdFallback, data, "fallback")
-    assert restored.config == fb.config and restored.enabled is False and restored._lexicon is None
+    assert restored.config == fb.config and restored.enabled is False
     pipe = embedding_pipeline(ModalityThresholdFallback(thresholds={"text": 0.65}, min_counts={"text": 2}))
     loaded = Pipeline.loads(pipe.dumps(), allowed_modules=ALLOWED_MODULES)
     assert loaded.get_component("fallback").config.thresholds["text"] == 0.65

@@ -10,7 +10,12 @@ from haystack_fin.core.retrieval.bm25 import content_terms
 from haystack_fin.core.retrieval.filing_ranking import question_event_topics
 from haystack_fin.core.retrieval.flam import cluster_item_priors, detect_query_clusters
 from haystack_fin.core.retrieval.passage_scoring import asks_for_number
-from haystack_fin.core.retrieval.question_analysis import QuestionAnalysis, analysis_for, analyze_question
+from haystack_fin.core.retrieval.question_analysis import (
+    QuestionAnalysis,
+    analysis_for,
+    analysis_or_own,
+    analyze_question,
+)
 from haystack_fin.core.retrieval.question_scope import parse_question_scope
 from haystack_fin.core.statements import statements_in_query
 
@@ -155,3 +160,17 @@ def test_from_dict_refuses_other_layouts(lexicon, edit, message):
         QuestionAnalysis.from_dict(data)
     with pytest.raises(ValueError, match="must be a dict"):
         QuestionAnalysis.from_dict(["not", "a", "dict"])  # type: ignore[arg-type]  # bad input on purpose
+
+
+def test_synonyms_are_every_term_of_the_matched_clusters_and_survive_json(lexicon):
+    analysis = analyze_question(CAPEX_3M, lexicon)
+    assert set(analysis.synonyms) == {t.cluster_id for t in analysis.terms}
+    for cluster_id, terms in analysis.synonyms.items():
+        assert terms == tuple(lexicon.cluster(cluster_id).terms)
+    assert QuestionAnalysis.from_dict(json.loads(json.dumps(analysis.to_dict()))).synonyms == analysis.synonyms
+
+
+def test_analysis_or_own_takes_the_given_analysis_else_reads_with_the_built_in_lexicon(lexicon):
+    given = analyze_question(BBY_STORES, Lexicon([TermCluster("stores", "Stores", "operations", ("stores",))]))
+    assert analysis_or_own(BBY_STORES, given.to_dict()) == given
+    assert analysis_or_own(BBY_STORES, None) == analyze_question(BBY_STORES, lexicon)

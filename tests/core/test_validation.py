@@ -1,6 +1,6 @@
 import pytest
 
-from haystack_fin.core.validation import check_int
+from haystack_fin.core.validation import check_int, check_ints
 
 
 @pytest.mark.parametrize("value", [1, 5, 10**9])
@@ -37,3 +37,10 @@ def test_is_int_is_check_ints_rule() -> None:
     from haystack_fin.core.validation import is_int
 
     assert is_int(1) and is_int(0, 0) and not is_int(True) and not is_int(2.0) and not is_int(51, maximum=50)
+
+
+def test_check_ints_checks_each_named_parameter() -> None:
+    check_ints(0, a=0, b=3)
+    check_ints(optional=True, a=None, b=2)
+    with pytest.raises(ValueError, match=r"^b must be an integer >= 1, got 0$"):
+        check_ints(a=1, b=0)

@@ -13,15 +13,17 @@ candidate paragraph points to.
 """
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from haystack_fin.core import schema
 from haystack_fin.core.graph.build import FilingGraph
 from haystack_fin.core.graph.edges import Edge
 from haystack_fin.core.graph.entities import FiscalCalendar
+from haystack_fin.core.graph.explain import path_words
 from haystack_fin.core.lexicon import Lexicon, normalize_term
 from haystack_fin.core.retrieval.question_scope import QuestionScope, parse_question_scope
 
@@ -337,3 +339,82 @@ def _required(
                 if edge.kind == "caption" or (edge.type == "explicit" and edge.kind == "table"):
                     out.append((other, f"why: {edge.kind} of a candidate"))
     return list(dict(reversed(out)).items())[::-1]  # first reason per chunk, in order
+
+
+# --- one filing's expansion of a candidate list, as the query component applies it --------------------------------
+
+
+@dataclass(frozen=True)
+class Seed:
+    """An incoming candidate as the expansion reads it: its retrieval score, Item and budget (``budget_k``)."""
+
+    chunk_id: str
+    score: float | None
+    item: str
+    budget_k: int | None
+
+
+@dataclass
+class Added:
+    """A passage the graph adds: its score and the meta entries to merge into its chunk's meta (``graph`` with the
+    path in plain words, ``retrieval``, ``budget_k``)."""
+
+    chunk_id: str
+    score: float
+    meta: dict[str, Any]
+
+
+@dataclass
+class FilingExpansion:
+    """One filing's expansion: the entity hit of each incoming candidate in the graph, the passages added and the
+    trace."""
+
+    entity_hits: dict[str, float]
+    added: list[Added]
+    trace: dict[str, Any]
+
+
+def _item_budgets(seeds: Iterable[Seed]) -> dict[str, int]:
+    budgets: dict[str, int] = {}
+    for seed in seeds:
+        if isinstance(seed.budget_k, int) and not isinstance(seed.budget_k, bool):
+            budgets[seed.item] = max(budgets.get(seed.item, 0), seed.budget_k)
+    return budgets
+
+
+def expand_filing(
+    fg: FilingGraph,
+    intent: QuestionIntent,
+    seeds: Sequence[Seed],
+    params: ExpansionParams,
+    query_embedding: Sequence[float] | None,
+    vectors: Mapping[str, Sequence[float] | np.ndarray],
+    item_of: Callable[[str], str],
+    present: set[str],
+    raise_budgets: bool = True,
+) -> FilingExpansion:
+    """Expand one filing's incoming ``seeds`` (``expand``, seeded best retrieval score first whatever their order)
+    and say what to add: passages not in ``present`` (which gains them), each with the Item budget of the incoming
+    candidates plus, with ``raise_budgets``, the passages added to that Item so far, so that the ranker's per-Item
+    cut keeps room for them. ``item_of``: a chunk id's Item."""
+    ranked = [s.chunk_id for s in sorted(seeds, key=lambda s: -(s.score or 0.0))]
+    expansions, trace = expand(fg, intent, ranked, params, query_embedding, vectors)
+    metrics, periods, _ = resolve_keys(fg, intent)
+    hits = {s.chunk_id: entity_hit(fg, s.chunk_id, metrics, periods) for s in seeds if s.chunk_id in fg.chunks}
+    budgets = _item_budgets(seeds)
+    new_per_item: dict[str, int] = {}
+    added: list[Added] = []
+    for exp in expansions:
+        if exp.chunk_id in present:
+            continue
+        item = item_of(exp.chunk_id)
+        new_per_item[item] = new_per_item.get(item, 0) + 1
+        meta = {
+            # "explain": the path in plain words, for `ask --explain` and other readers of the passage.
+            schema.GRAPH: {**exp.to_meta(), "explain": path_words(exp.chunk_id, exp.path, fg.chunks, exp.reason)},
+            schema.RETRIEVAL: {"mode": "graph", "reason": exp.reason},
+            schema.BUDGET_K: budgets.get(item, 0) + (new_per_item[item] if raise_budgets else 0),
+        }
+        added.append(Added(exp.chunk_id, exp.score, meta))
+        present.add(exp.chunk_id)
+    return FilingExpansion(hits, added, trace)

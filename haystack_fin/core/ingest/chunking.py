@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from haystack_fin.core.text import estimate_tokens, split_sentences
+from haystack_fin.core.validation import check_int
 
 
 @dataclass
@@ -136,6 +137,21 @@ def _render(pieces: list[_Piece]) -> str:
         else:
             out += " " + piece.text
     return out
+
+
+def check_chunking(
+    chunk_tokens: int, overlap_tokens: int, max_table_rows: int, chunking: str, semantic_percentile: float
+) -> None:
+    """Validate the splitter's chunking parameters (``FilingSplitter``'s of the same names); ``ValueError`` names
+    the first bad one."""
+    check_int("chunk_tokens", chunk_tokens, 16)
+    if not 0 <= overlap_tokens < chunk_tokens:
+        raise ValueError(f"overlap_tokens must be >= 0 and < chunk_tokens ({chunk_tokens}), got {overlap_tokens}")
+    check_int("max_table_rows", max_table_rows)
+    if chunking not in ("sentence", "semantic"):
+        raise ValueError(f"chunking must be 'sentence' or 'semantic', got {chunking!r}")
+    if not 0.0 <= semantic_percentile <= 1.0:
+        raise ValueError(f"semantic_percentile must be in [0, 1], got {semantic_percentile}")
 
 
 def chunk_paragraphs(

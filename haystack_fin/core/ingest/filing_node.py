@@ -1,4 +1,8 @@
-"""What the splitter writes besides text: each chunk's meta, the indexing run's id, and the filing node.
+"""What the splitter makes of a filing Document: its layout and provenance, each chunk's meta, the indexing run's id,
+and the filing node.
+
+- ``parsed_filing``, ``filing_provenance``: the Document read as a ``ParsedFiling`` (the converter's layout
+  elements, else its text's lines) and its filing fields and registrant identity (detected where missing).
 
 - ``chunk_meta``: the provenance contract of one chunk record (filing fields, Item, section path, pages, modality,
   table) plus its OCR flags, figure box, parsed table block and primary-statement tag.
@@ -14,12 +18,16 @@ No Haystack import: ``FilingSplitter`` wraps the results into Documents.
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from haystack_fin.core import schema
+from haystack_fin.core.ingest.filing_meta import detect_filing_meta
+from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.structure import SECTION_DEPTH, ChunkRecord, FilingStructure
 from haystack_fin.core.lexicon import Lexicon
 from haystack_fin.core.statements import classify_statement_table
+from haystack_fin.core.text import normalize_line
 
 # Sections whose term statistics are kept per Item (``section_term_counts``). The filing node is read on every
 # routed query, so its size is bounded; a 10-K's Item 8 has 20-30 notes plus their first sub-headings. Beyond the
@@ -28,6 +36,56 @@ MAX_SECTIONS_PER_ITEM = 64
 # Node ids carry the run: a run id of a store written before they did must never come back, or a re-index would add
 # run-scoped ids next to the old ones under the same run instead of replacing them.
 _RUN_SALT = b"run-scoped-ids/"
+
+
+def elements_from_text(content: str) -> list[Element]:
+    """Layout elements for a Document that came from another converter: pages split on form feeds, one element
+    per non-empty line, short all-caps lines marked as headings."""
+    elements: list[Element] = []
+    for page_no, page in enumerate(content.split("\f"), start=1):
+        for raw in page.split("\n"):
+            line = normalize_line(raw)
+            if not line:
+                continue
+            letters = [c for c in line if c.isalpha()]
+            caps = len(letters) >= 4 and sum(c.isupper() for c in letters) >= 0.8 * len(letters)
+            elements.append(Element("text", line, page_no, is_heading=caps and len(line.split()) <= 14))
+    return elements
+
+
+def parsed_filing(content: str | None, meta: Mapping[str, Any], doc_id: str) -> ParsedFiling:
+    """A filing Document (its text, meta and id) as the splitter reads it: the converter's layout elements from
+    ``meta["elements"]``, else ``elements_from_text``; the page count and the source path."""
+    raw_elements = meta.get(schema.ELEMENTS)
+    elements = (
+        [Element.from_dict(e) for e in raw_elements] if raw_elements is not None else elements_from_text(content or "")
+    )
+    pages = content.split("\f") if content else []
+    n_pages = int(meta.get(schema.N_PAGES) or max((e.pages[-1] for e in elements), default=len(pages)))
+    source_path = str(meta.get(schema.SOURCE_PATH) or meta.get("file_path") or doc_id)
+    return ParsedFiling(source_path, n_pages, elements, page_texts=pages)
+
+
+def filing_provenance(
+    meta: Mapping[str, Any], doc_id: str, parsed: ParsedFiling
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The filing's provenance (copied to every chunk) and its registrant identity (filing node only): the
+    Document's own fields, completed by ``detect_filing_meta`` when company, form, period or identity are
+    missing."""
+    provenance = {k: meta[k] for k in schema.FILING_FIELDS if meta.get(k) not in (None, "")}
+    identity = {k: meta[k] for k in schema.IDENTITY_FIELDS if meta.get(k)}
+    if not {schema.COMPANY, schema.FORM, schema.PERIOD} <= provenance.keys() or not identity:
+        detected = detect_filing_meta(parsed.page_texts, Path(parsed.source_path).name).to_dict()
+        for key, value in detected.items():
+            if key in schema.FILING_FIELDS and value not in (None, "") and key not in provenance:
+                provenance[key] = value
+            elif key in schema.IDENTITY_FIELDS and value and key not in identity:
+                identity[key] = value
+    provenance.setdefault(schema.FILING_ID, doc_id)
+    provenance.setdefault(schema.SOURCE_PATH, parsed.source_path)
+    for key in (schema.COMPANY, schema.FORM, schema.PERIOD):
+        provenance.setdefault(key, "")
+    return provenance, identity
 
 
 def drop_chunks(structure: FilingStructure, drop: Callable[[ChunkRecord], bool]) -> None:

@@ -27,16 +27,16 @@ Haystack; ``DualTreeRetriever`` wraps the candidates into Documents.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from haystack_fin.core import schema
 from haystack_fin.core.retrieval.bm25 import LuceneBM25, content_terms
 from haystack_fin.core.retrieval.filing_profile import form_family
-from haystack_fin.core.retrieval.sections import SectionIndex, normalize_heading
+from haystack_fin.core.retrieval.sections import SectionIndex, normalize_heading, question_sections
 from haystack_fin.core.retrieval.tree_search import (
     IndexNode,
     ItemSearchResult,
@@ -48,6 +48,9 @@ from haystack_fin.core.retrieval.tree_search import (
     n_candidates_for,
     unit_query,
 )
+
+if TYPE_CHECKING:
+    from haystack_fin.core.retrieval.question_analysis import QuestionAnalysis
 
 # (filing_id, Item or None for every Item of the filing) -> the budget k.
 Wanted = dict[tuple[str, str | None], int]
@@ -182,6 +185,7 @@ class SearchSettings:
     heading_candidates: int = 0
     headings_per_question: int = 3
     filing_flat_candidates: int = 0
+    statement_candidates: bool = True
 
 
 # The candidate sources as the ranker knows them, in the order ``CandidatePool.ranked`` takes turns.
@@ -278,6 +282,44 @@ def read_budgets(budgets: Sequence[Mapping[str, Any]], k_default: int) -> Budget
         if item is not None and entry.get("sections"):
             routed.setdefault(fid, []).extend((str(item), section) for section in entry["sections"])
     return Budgets(wanted, hints, routed)
+
+
+_FILING_FIELD = f"meta.{schema.FILING_ID}"
+
+
+def filing_ids_in_filter(filters: Mapping[str, Any]) -> list[str] | None:
+    """Filing ids named by a ``meta.filing_id`` ==/in condition, at the top or inside a top-level AND."""
+    conditions = [filters]
+    if filters.get("operator") == "AND" and "conditions" in filters:
+        conditions = list(filters["conditions"])
+    for cond in conditions:
+        if cond.get("field") == _FILING_FIELD and cond.get("operator") in ("==", "in"):
+            value = cond.get("value")
+            return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return None
+
+
+def is_only_filing_filter(filters: Mapping[str, Any]) -> bool:
+    """Whether ``filters`` is a single ``meta.filing_id`` ==/in condition (it then restricts no chunk further)."""
+    return filters.get("field") == _FILING_FIELD and filters.get("operator") in ("==", "in")
+
+
+def plan_search(
+    budgets: Sequence[Mapping[str, Any]] | None,
+    filters: dict[str, Any] | None,
+    k_default: int,
+    filings_of: Callable[[dict[str, Any] | None], list[str]],
+) -> Budgets:
+    """What one query searches: the router's ``budgets`` when non-empty, else every Item of the filings
+    ``filings_of(filters)`` names, each with ``k_default``. An empty ``budgets`` list without ``filters`` (the
+    router had no filing to route, e.g. the scope found that no indexed filing matches) searches nothing, rather
+    than every filing."""
+    if budgets:
+        return read_budgets(budgets, k_default)
+    wanted: Wanted = {}
+    if budgets is None or filters:
+        wanted = {(fid, None): k_default for fid in filings_of(filters)}
+    return Budgets(wanted, {}, {})
 
 
 def _unit_or_none(vector: np.ndarray | None) -> np.ndarray | None:
@@ -633,3 +675,55 @@ def record_positions(pool: CandidatePool, filings: Mapping[str, FilingState]) ->
         position = filing.positions.get(candidate.chunk_id) if filing is not None else None
         if position is not None:
             candidate.retrieval["position"] = round(position, 4)
+
+
+@dataclass
+class Gathered:
+    """One question's candidates, ranked (``CandidatePool.ranked``), and what each source did."""
+
+    candidates: list[Candidate]
+    items: list[dict[str, Any]]
+    statements: schema.StatementTrace
+    sections: schema.SectionTrace
+    extra: dict[str, Any]  # "intent_items", "headings", "filing_flat" when those sources are on
+
+
+def gather_candidates(
+    filings: Mapping[str, FilingState],
+    plan: Budgets,
+    analysis: QuestionAnalysis,
+    query_embedding: Sequence[float],
+    settings: SearchSettings,
+    allowed: Mapping[str, set[str]] | None = None,
+) -> Gathered:
+    """Every source's candidates for the question of ``analysis`` over the searched ``filings``: the tree search of
+    each wanted Item, then the statement blocks, the sections, the intent Items, the headings and the filing-wide
+    flat matches that the settings switch on; ``allowed``: per filing the chunk ids a filter admits (None: all)."""
+    pool = CandidatePool()
+    wanted, query, terms = plan.wanted, analysis.question, list(analysis.content_terms)
+    items = add_tree_candidates(
+        pool, filings, wanted, query, query_embedding, settings, allowed, analysis.content_terms
+    )
+    statements = dict(analysis.statements) if settings.statement_candidates else {}
+    statement_trace = add_statement_candidates(pool, filings, wanted, statements, allowed)
+    titles = question_sections(analysis.clusters) if settings.section_candidates else {}
+    section_trace = add_section_candidates(
+        pool, filings, wanted, query_embedding, titles, settings.section_candidates, plan.routed, allowed
+    )
+    extra: dict[str, Any] = {}
+    if settings.intent_item_candidates:
+        priors = intent_items(c.items for c in analysis.clusters)
+        extra["intent_items"] = add_intent_item_candidates(
+            pool, filings, wanted, query_embedding, priors, settings.intent_item_candidates, terms, allowed
+        )
+    if settings.heading_candidates:
+        extra["headings"] = add_heading_candidates(
+            pool, filings, wanted, query_embedding, terms, settings.headings_per_question,
+            settings.heading_candidates, allowed,
+        )  # fmt: skip
+    if settings.filing_flat_candidates:
+        extra["filing_flat"] = add_filing_flat_candidates(
+            pool, filings, wanted, query_embedding, terms, settings.filing_flat_candidates, allowed
+        )
+    record_positions(pool, filings)
+    return Gathered(pool.ranked(), items, statement_trace, section_trace, extra)

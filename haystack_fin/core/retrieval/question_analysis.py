@@ -14,6 +14,12 @@ terms (they come from the candidate passages).
 FLAM needs two facts about the question's clusters from the lexicon besides the matches: their names (routing
 explanation) and their Item priors (routing when a filing has no term counts). ``clusters`` carries them, so a
 router fed an analysis needs no lexicon of its own, and a custom lexicon configured on the analyzer reaches it.
+Likewise ``synonyms`` carries every term of those clusters, for the modality fallback's coverage check (a passage
+says "purchases of property and equipment" where the question says "capex").
+
+``analysis_or_own`` is the one way a query component reads a question: the analysis it was given, else its own
+analysis (with the built-in lexicon unless the component has one for its chunks), so no query component keeps a
+second lexicon in step with the analyzer's.
 """
 
 from __future__ import annotations
@@ -50,7 +56,8 @@ class QuestionAnalysis:
     those terms in first-seen order (name, category, Item priors, statements; ``terms`` cut to the terms the
     question matched); ``statements``: ``statements_in_query``'s ``{kind: weight}``; ``content_terms``: the
     reranker's normalized question terms; ``asks_for_number``: the reranker's table-prior switch; ``scope``: the
-    question's periods, dates, form hints and capitalized spans; ``event_topics``: 8-K Item -> topic word.
+    question's periods, dates, form hints and capitalized spans; ``event_topics``: 8-K Item -> topic word;
+    ``synonyms``: cluster id -> all the lexicon terms of that cluster (matched or not).
     """
 
     question: str
@@ -61,6 +68,7 @@ class QuestionAnalysis:
     asks_for_number: bool = False
     scope: QuestionScope | None = None
     event_topics: Mapping[str, str] = field(default_factory=dict)
+    synonyms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def question_scope(self) -> QuestionScope:
@@ -84,6 +92,7 @@ class QuestionAnalysis:
             "asks_for_number": self.asks_for_number,
             "scope": _scope_to_dict(self.scope) if self.scope is not None else None,
             "event_topics": dict(self.event_topics),
+            "synonyms": {cid: list(terms) for cid, terms in self.synonyms.items()},
         }
 
     @classmethod
@@ -112,6 +121,7 @@ class QuestionAnalysis:
                 asks_for_number=bool(data.get("asks_for_number", False)),
                 scope=_scope_from_dict(data["scope"], str(data["question"])) if data.get("scope") is not None else None,
                 event_topics={str(k): str(v) for k, v in (data.get("event_topics") or {}).items()},
+                synonyms={str(k): tuple(str(t) for t in v) for k, v in (data.get("synonyms") or {}).items()},
             )
         except (KeyError, TypeError, AttributeError) as err:
             raise ValueError(f"malformed question analysis: {type(err).__name__}: {err}") from None
@@ -128,8 +138,9 @@ def analyze_question(question: str, lexicon: Lexicon) -> QuestionAnalysis:
     clusters = []
     for cluster_id in cluster_ids(terms):
         full = lexicon.cluster(cluster_id)
-        # The definition and the unmatched synonyms stay out: nothing downstream reads them from the analysis.
-        # The section titles go along: the retriever and the ranker look chunks' headings up in them.
+        # The definition stays out: nothing downstream reads it. The unmatched synonyms go in ``synonyms`` only,
+        # so ``terms`` still says what the question matched. The section titles go along: the retriever and the
+        # ranker look chunks' headings up in them.
         clusters.append(
             TermCluster(
                 id=full.id,
@@ -150,6 +161,7 @@ def analyze_question(question: str, lexicon: Lexicon) -> QuestionAnalysis:
         asks_for_number=asks_for_number(question),
         scope=parse_question_scope(question),
         event_topics=question_event_topics(question),
+        synonyms={cid: tuple(lexicon.cluster(cid).terms) for cid in matched},
     )
 
 
@@ -167,18 +179,14 @@ def analysis_for(query: str, analysis: Mapping[str, Any] | None) -> QuestionAnal
     return parsed
 
 
-def analysis_or_own(query: str, analysis: Mapping[str, Any] | None, lexicon: Lexicon | None) -> QuestionAnalysis:
+def analysis_or_own(query: str, analysis: Mapping[str, Any] | None, lexicon: Lexicon | None = None) -> QuestionAnalysis:
     """The analysis a component received with ``query`` (``analysis_for``), else its own analysis of ``query`` with
-    ``lexicon``: the one way a query stage reads a question, in a pipeline or alone.
-
-    :raises ValueError: when neither an analysis nor a lexicon is given.
-    """
+    ``lexicon`` (default: the built-in lexicon): the one way a query stage reads a question, in a pipeline or
+    alone. In a pipeline the lexicon is the ``QueryAnalyzer``'s, configured once."""
     received = analysis_for(query, analysis)
     if received is not None:
         return received
-    if lexicon is None:
-        raise ValueError("no question analysis given and no lexicon to analyse the question with")
-    return analyze_question(query, lexicon)
+    return analyze_question(query, lexicon if lexicon is not None else Lexicon.load_default())
 
 
 # --- QuestionScope <-> JSON (lossless: QuestionScope.to_dict is an explanation and drops the spans) --------------

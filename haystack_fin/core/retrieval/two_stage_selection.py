@@ -9,7 +9,7 @@ original rank).
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from haystack_fin.core import schema
 
@@ -130,3 +130,56 @@ def two_stage_select(
         kept_stage2[group_keys[i]] = kept_stage2.get(group_keys[i], 0) + 1
         selected.append(RankedCandidate(i, float(scores[i]), group_keys[i], stage1_rank[i], rank))
     return TwoStageSelection(selected, kept, kept_stage2)
+
+
+@dataclass
+class RankerCut:
+    """Both cuts of one question's candidates: the groups' stage-1 budgets and the survivors."""
+
+    budgets: dict[GroupKey, GroupBudget]
+    selection: TwoStageSelection
+
+    def group_traces(self) -> list[schema.RankerGroupTrace]:
+        """Per group, in order of first appearance: its candidates, budget and where it came from, and how many
+        survived each stage."""
+        return [
+            schema.RankerGroupTrace(
+                filing_id=b.key[0],
+                item=b.key[1],
+                n_candidates=b.n_candidates,
+                budget=b.budget,
+                budget_source=b.source,
+                kept_stage1=self.selection.kept_stage1.get(b.key, 0),
+                kept_stage2=self.selection.kept_stage2.get(b.key, 0),
+            )
+            for b in self.budgets.values()
+        ]
+
+
+def rank_cut(
+    scores: Sequence[float],
+    group_keys: Sequence[GroupKey],
+    meta_budgets: Sequence[int | None],
+    top_k: int,
+    stage1_top_k: int | None = None,
+    per_item_cut: bool = True,
+) -> RankerCut:
+    """The budgets (``group_budgets``) and both cuts (``two_stage_select``) of one question's scored candidates;
+    ``per_item_cut=False`` lets every group keep all of its candidates, so stage 2 alone decides."""
+    stage1 = stage1_top_k if per_item_cut else len(scores)
+    budgets = group_budgets(group_keys, top_k, meta_budgets, stage1)
+    return RankerCut(budgets, two_stage_select(scores, group_keys, budgets, top_k))
+
+
+def rerank_record(ranked: RankedCandidate, scorer: str, signals: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What the ranker writes into a kept passage's ``meta["rerank"]``: its score, ranks and scorer, and with the
+    fallback scorer its normalized ``signals`` (without the fused score, which is ``stage1_score``)."""
+    record: dict[str, Any] = {
+        "stage1_score": ranked.score,
+        "stage1_rank_in_item": ranked.stage1_rank,
+        "stage2_rank": ranked.stage2_rank,
+        "scorer": scorer,
+    }
+    if signals is not None:
+        record["signals"] = {name: value for name, value in signals.items() if name != "score"}
+    return record
