@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from haystack import logging
 
+from haystack_fin.core.validation import is_int
 from haystack_fin.responses import generation_status, query_response, unknown_filing_ids
 
 logger = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ def validate_question(question: Any, k: Any = 5) -> tuple[str, int]:
     text = " ".join(question.split())
     if not text:
         raise RequestError("question is empty")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+    if not is_int(k, 1, maximum=MAX_K):
         raise RequestError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
     return text, k
 

@@ -284,8 +284,7 @@ class GraphExpander(SharedStoreClient):
         self.warm_up()
         start = time.perf_counter()
         limit = self.max_added if top_k is None else top_k
-        if limit < 0:
-            raise ValueError(f"top_k must be non-negative, got {limit}")
+        check_int("top_k", limit, 0)
         analysed = analysis_or_own(query, analysis, self._lexicon)
         q_vec = np.asarray(query_embedding, dtype=np.float32).tolist() if query_embedding else None
         out_docs, present = list(documents), {d.id for d in documents}

@@ -6,6 +6,7 @@ from haystack.document_stores.types import DocumentStore
 
 from haystack_fin.core import schema
 from haystack_fin.core.retrieval.windows import WindowPart, build_window, chunk_index, join_window, neighbour_ids
+from haystack_fin.core.validation import check_int
 from haystack_fin.store_registry import FilingEntry, SharedStoreClient
 
 logger = logging.getLogger(__name__)
@@ -65,8 +66,9 @@ class PassageWindow(SharedStoreClient):
         :param distinct_pages: a passage whose pages are all on pages of better passages waits until no other
             passage adds a page (two chunks of one page otherwise take two of the k places with one page).
         """
-        if radius < 0 or max_words < 1:
-            raise ValueError(f"radius must be >= 0 and max_words >= 1, got {radius}, {max_words}")
+        check_int("radius", radius, 0)
+        check_int("max_words", max_words)
+        check_int("top_k", top_k, optional=True)
         self.document_store = document_store
         self.radius = radius
         self.max_words = max_words

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from haystack_fin.core.log import get_logger
+from haystack_fin.core.validation import check_int
 
 logger = get_logger(__name__)
 
@@ -611,8 +612,7 @@ class Lexicon:
         """
         if max_ngram is None:
             max_ngram = max(self._longest, 1)
-        if max_ngram < 1:
-            raise ValueError(f"max_ngram must be at least 1 or None, got {max_ngram}.")
+        check_int("max_ngram", max_ngram)
         tokens, spans, raw_tokens = _tokenize_with_spans(text)
         # Payload: (type rank, -score, cluster index, normalized key or None); sorted so better matches come first.
         candidates: list[tuple[int, int, tuple[int, float, int, str | None]]] = [
