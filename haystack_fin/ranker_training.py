@@ -130,8 +130,8 @@ def dump_features(
 
 
 FITS = ("pairwise", "pointwise")
-# The shipped model's fit, chosen by company-grouped folds (docs/ranking.md): pointwise with C = 0.1 scored as well as
-# any C from 0.1 up and above every pairwise fit.
+# The shipped model's fit, chosen by company-grouped folds (docs/ranking.md): pointwise fits scored alike for C from
+# 0.01 to 10 and above every pairwise fit.
 DEFAULT_FIT = "pointwise"
 DEFAULT_C = 0.1
 # The shipped query.yaml's steps after scoring: one cut across Items, one page at most once in the top k.
