@@ -3,8 +3,10 @@
 A store holding version 1 of a filing is copied once per trial; a child process re-indexes the copy with version 2
 (``FilingWriter`` on the real Qdrant Edge store; the filing is parsed beforehand, so the child only writes, one
 point per store update to stretch the write over many WAL records) and is killed with SIGKILL at a random moment
-of that write, drawn uniformly over 1.1 times an uninterrupted write's duration (from the child's "writing" to
-its "done", as the parent sees them). The parent then
+of that write. The moment is drawn in store updates, not seconds, so a loaded machine moves it no more than a
+fast one: a position uniform over 1.1 times the updates of an uninterrupted write, the kill sent that fraction of
+one update's mean duration after the child announces the update (past the last update: after its "done").
+The parent then
 
 1. reads the filing as every query does (``store_registry.FilingCache``: the nodes of the run its filing node
    names) and checks that they are exactly version 1's or exactly version 2's (every chunk, same text);
@@ -83,6 +85,22 @@ def expected(version: dict[str, Any]) -> dict[int, str]:
     return {int(d.meta[schema.CHUNK_INDEX]): d.content for d in version["documents"]}
 
 
+class _Announcing:
+    """An Edge shard that says "update N" on stdout as each update starts: what the parent times its kill by."""
+
+    def __init__(self, shard: Any) -> None:
+        self._shard = shard
+        self._updates = 0
+
+    def update(self, operation: Any) -> Any:
+        self._updates += 1
+        print(f"update {self._updates}", flush=True)
+        return self._shard.update(operation)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._shard, name)
+
+
 def child(store_dir: str, pickled: str) -> None:
     """Re-index the store with the pickled version, one point per store update; says when the write starts."""
     from haystack_fin.components.filing_writer import FilingWriter
@@ -91,6 +109,7 @@ def child(store_dir: str, pickled: str) -> None:
         version = pickle.load(f)
     store = _store(store_dir, write_batch_size=1)
     store.count_documents()  # open the shard (replays its WAL) before the write is timed
+    store._shard = _Announcing(store._shard)
     writer = FilingWriter(document_store=store)
     if hasattr(writer, "warm_up"):  # a version without it (the baseline) has nothing to clean up first
         writer.warm_up()
@@ -112,14 +131,27 @@ def _spawn(store_dir: Path, pickled: Path) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for(proc: subprocess.Popen[str], word: str) -> str:
+def _filing_filter() -> dict[str, Any]:
+    from haystack_fin.core import schema
+
+    if hasattr(schema, "filing_filter"):
+        return schema.filing_filter(FILING_ID)
+    return {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": FILING_ID}  # an older version
+
+
+def _wait_for(proc: subprocess.Popen[str], word: str, count: str | None = None) -> str:
+    """Read the child's lines up to the first one starting with ``word``; with ``count``, return how many lines
+    started with ``count`` before it instead (as "<word> <n>")."""
     assert proc.stdout is not None
+    seen = 0
     while True:
         line = proc.stdout.readline()
         if not line:
             raise RuntimeError(f"the child exited (code {proc.wait()}) before saying {word!r}")
-        if line.startswith(word):
-            return line.strip()
+        if line.strip() == word or line.startswith(word + " "):
+            return f"{word} {seen}" if count else line.strip()
+        if count and line.startswith(count + " "):
+            seen += 1
 
 
 def inspect_store(store_dir: Path, versions: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -142,7 +174,7 @@ def inspect_store(store_dir: Path, versions: dict[int, dict[str, Any]]) -> dict[
                 if d.meta.get(schema.NODE_TYPE) == schema.NodeType.CHUNK.value
             }
         version = next((v for v in versions if read == expected(versions[v])), None)
-        nodes = store.filter_documents(schema.filing_filter(FILING_ID))
+        nodes = store.filter_documents(_filing_filter())
         by_run: dict[str, int] = {}
         for node in nodes:
             if node.meta.get(schema.NODE_TYPE) == schema.NodeType.CHUNK.value:
@@ -173,7 +205,7 @@ def recover(store_dir: Path, versions: dict[int, dict[str, Any]]) -> dict[str, A
         writer = FilingWriter(document_store=store)
         if hasattr(writer, "warm_up"):
             writer.warm_up()
-        nodes = store.filter_documents(schema.filing_filter(FILING_ID))
+        nodes = store.filter_documents(_filing_filter())
     finally:
         store.close()
     runs = {str(n.meta.get(schema.INDEX_RUN)) for n in nodes}
@@ -216,18 +248,20 @@ def run_trials(trials: int = 20, seed: int = 0, workdir: str | None = None) -> d
         proc = _spawn(calibration, pickled)
         _wait_for(proc, "writing")
         t0 = time.perf_counter()
-        _wait_for(proc, "done")
-        write_s = time.perf_counter() - t0  # as the parent sees it: what a kill delay is measured against
+        updates = int(_wait_for(proc, "done", count="update").split()[-1])
+        write_s = time.perf_counter() - t0
         proc.wait()
+        update_s = write_s / max(updates, 1)
         reference = inspect_store(calibration, versions)
         rows = []
         for trial in range(trials):
             folder = tmp / f"trial-{trial:02d}"
             shutil.copytree(base, folder)
-            delay = rng.uniform(0.0, 1.1 * write_s)
+            position = rng.uniform(0.0, 1.1 * updates)
+            update, fraction = int(position) + 1, position % 1.0
             proc = _spawn(folder, pickled)
-            _wait_for(proc, "writing")
-            time.sleep(delay)
+            _wait_for(proc, "done" if update > updates else f"update {update}")
+            time.sleep(fraction * update_s)
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             state = inspect_store(folder, versions)
@@ -236,7 +270,7 @@ def run_trials(trials: int = 20, seed: int = 0, workdir: str | None = None) -> d
             rows.append(
                 {
                     "trial": trial,
-                    "kill_after_s": round(delay, 4),
+                    "kill_at_update": round(position, 3),
                     "phase": phase(state),
                     **state,
                     "recovery": after,
@@ -250,6 +284,7 @@ def run_trials(trials: int = 20, seed: int = 0, workdir: str | None = None) -> d
             "seed": seed,
             "complete": len(ok),
             "write_seconds_uninterrupted": write_s,
+            "updates_uninterrupted": updates,
             "reference_after_uninterrupted_write": reference,
             "versions": {v: len(versions[v]["documents"]) for v in versions},
             "by_version_read": {str(v): sum(1 for r in rows if r["version_read"] == v) for v in (1, 2, None)},
@@ -276,7 +311,10 @@ def main() -> None:
         Path(args.out).write_text(text + "\n")
     print(f"{result['complete']} of {result['trials']} killed re-indexes left the filing complete (old or new)")
     print(f"  version read: {result['by_version_read']}; phase reached: {result['by_phase']}")
-    print(f"  uninterrupted write: {result['write_seconds_uninterrupted']:.3f} s")
+    print(
+        f"  uninterrupted write: {result['write_seconds_uninterrupted']:.3f} s, "
+        f"{result['updates_uninterrupted']} store updates"
+    )
 
 
 if __name__ == "__main__":
