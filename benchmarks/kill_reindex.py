@@ -139,19 +139,19 @@ def _filing_filter() -> dict[str, Any]:
     return {"field": f"meta.{schema.FILING_ID}", "operator": "==", "value": FILING_ID}  # an older version
 
 
-def _wait_for(proc: subprocess.Popen[str], word: str, count: str | None = None) -> str:
-    """Read the child's lines up to the first one starting with ``word``; with ``count``, return how many lines
-    started with ``count`` before it instead (as "<word> <n>")."""
+def _wait_for(proc: subprocess.Popen[str], word: str) -> int:
+    """Read the child's lines up to the one that is ``word`` or starts with ``word`` and a space; returns how many
+    "update N" lines came before it."""
     assert proc.stdout is not None
-    seen = 0
+    updates = 0
     while True:
         line = proc.stdout.readline()
         if not line:
             raise RuntimeError(f"the child exited (code {proc.wait()}) before saying {word!r}")
         if line.strip() == word or line.startswith(word + " "):
-            return f"{word} {seen}" if count else line.strip()
-        if count and line.startswith(count + " "):
-            seen += 1
+            return updates
+        if line.startswith("update "):
+            updates += 1
 
 
 def inspect_store(store_dir: Path, versions: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -248,7 +248,7 @@ def run_trials(trials: int = 20, seed: int = 0, workdir: str | None = None) -> d
         proc = _spawn(calibration, pickled)
         _wait_for(proc, "writing")
         t0 = time.perf_counter()
-        updates = int(_wait_for(proc, "done", count="update").split()[-1])
+        updates = _wait_for(proc, "done")
         write_s = time.perf_counter() - t0
         proc.wait()
         update_s = write_s / max(updates, 1)
