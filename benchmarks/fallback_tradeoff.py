@@ -19,7 +19,8 @@ from typing import Any
 from haystack_fin.calibration import Sweep, collect
 from haystack_fin.components.modality_fallback import ModalityThresholdFallback
 from haystack_fin.core.evaluation import load_questions
-from haystack_fin.core.retrieval.modality_fallback import FallbackConfig, cosines, threshold_grid
+from haystack_fin.core.retrieval.modality_fallback import FallbackConfig, threshold_grid
+from haystack_fin.core.retrieval.passage_scoring import cosines
 from haystack_fin.evaluation_runner import HaystackFinRetrieval
 from haystack_fin.pipeline_loader import pipeline_dict
 

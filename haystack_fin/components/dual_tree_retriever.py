@@ -18,6 +18,7 @@ from haystack_fin.core.retrieval.candidates import (
     item_key,
     plan_search,
 )
+from haystack_fin.core.retrieval.passage_scoring import query_cosines
 from haystack_fin.core.retrieval.question_analysis import analysis_or_own
 from haystack_fin.core.retrieval.tree_search import IndexNode
 from haystack_fin.core.schema import NodeType
@@ -80,11 +81,11 @@ class DualTreeRetriever(SharedStoreClient):
     Works with any Haystack document store that returns embeddings from ``filter_documents``: ``QdrantDocumentStore``
     needs ``return_embedding=True``; ``InMemoryDocumentStore`` always does.
 
-    Every returned Document is a copy of a chunk (with its vector, unit-normalized) with ``score`` (fused) and meta
-    ``retrieval`` = ``{"bm25", "dense", "trees", "tree_paths", "mode"}`` (tree paths are node ids from a root to
-    the chunk) and ``budget_k`` (the Item's budget). The retriever returns max(``candidates_per_item``, 3 * k)
-    candidates per Item for a downstream ranker to cut to k; the ``trace`` output records what each tree visited
-    per level.
+    Every returned Document is a copy of a chunk with ``score`` (fused) and meta ``query_cosine`` (its cosine to
+    the question), ``retrieval`` = ``{"bm25", "dense", "trees", "tree_paths", "mode"}`` (tree paths are node ids
+    from a root to the chunk) and ``budget_k`` (the Item's budget); ``return_embedding=True`` adds its unit vector.
+    The retriever returns max(``candidates_per_item``, 3 * k) candidates per Item for a downstream ranker to cut to
+    k; the ``trace`` output records what each tree visited per level.
 
     When a question names a primary financial statement ("... from the cash flow statement") or one of its line
     items or ratios ("capex", "quick ratio"), the blocks of that statement (``meta["statement"]``, tagged by
@@ -143,6 +144,7 @@ class DualTreeRetriever(SharedStoreClient):
         heading_candidates: int = 0,
         headings_per_question: int = 3,
         filing_flat_candidates: int = 0,
+        return_embedding: bool = False,
     ) -> None:
         """The ``*_candidates*`` counts add the chunks of each source (class docstring); 0 switches it off.
         :param document_store: the haystack-fin index (chunks, summary, question and filing nodes in one store).
@@ -163,6 +165,9 @@ class DualTreeRetriever(SharedStoreClient):
         :param heading_candidates: per filing, the closest chunks under each of its best-matching headings.
         :param headings_per_question: how many of a filing's best-matching headings ``heading_candidates`` reads.
         :param filing_flat_candidates: per filing, its best chunks by BM25 + dense fusion over the whole filing.
+        :param return_embedding: give each candidate its unit vector. Off, candidates carry only their cosine to the
+            question (``meta["query_cosine"]``), which is all TwoStageRanker and ModalityThresholdFallback read;
+            a pipeline copies every component's inputs, so vectors would be copied at every later stage.
         """
         check_ints(beam_width=beam_width, top_k=top_k, candidates_per_item=candidates_per_item, cache_size=cache_size)
         check_ints(
@@ -184,6 +189,7 @@ class DualTreeRetriever(SharedStoreClient):
         self.heading_candidates = heading_candidates
         self.headings_per_question = headings_per_question
         self.filing_flat_candidates = filing_flat_candidates
+        self.return_embedding = return_embedding
         self._store: Any = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -204,6 +210,7 @@ class DualTreeRetriever(SharedStoreClient):
             heading_candidates=self.heading_candidates,
             headings_per_question=self.headings_per_question,
             filing_flat_candidates=self.filing_flat_candidates,
+            return_embedding=self.return_embedding,
         )
 
     @classmethod
@@ -368,7 +375,11 @@ class DualTreeRetriever(SharedStoreClient):
         for entry in found.items:
             if entry.get("mode") == "missing" and entry.get("filing_id") in filings:
                 logger.info("filing {filing_id} has no chunks for item {item!r}", **entry)
-        documents = [self._document(cached[c.filing_id].chunks[c.chunk_id], c) for c in found.candidates]
+        sims = query_cosines(query_embedding, [c.vector for c in found.candidates])
+        documents = [
+            self._document(cached[c.filing_id].chunks[c.chunk_id], c, sim, self.return_embedding)
+            for c, sim in zip(found.candidates, sims, strict=True)
+        ]
         trace = schema.RetrieverTrace(
             items=found.items,
             statements=found.statements,
@@ -380,13 +391,12 @@ class DualTreeRetriever(SharedStoreClient):
         return {"documents": documents, "trace": trace}
 
     @staticmethod
-    def _document(chunk: Document, candidate: Candidate) -> Document:
-        """A candidate as a copy of its chunk, with its score, its unit vector (the ranker's fallback scorer scores by
-        cosine) and why it came (``retrieval``, ``budget_k``)."""
+    def _document(chunk: Document, candidate: Candidate, cosine: float | None, with_vector: bool) -> Document:
+        """A candidate as a copy of its chunk, with its score, its cosine to the question (the ranker's fallback
+        scorer scores by it), its unit vector if asked, and why it came (``retrieval``, ``budget_k``)."""
         vector = candidate.vector
-        return replace(
-            chunk,
-            score=candidate.score,
-            embedding=vector.tolist() if vector is not None else None,
-            meta={**chunk.meta, schema.RETRIEVAL: candidate.retrieval, schema.BUDGET_K: candidate.budget_k},
-        )
+        meta = {**chunk.meta, schema.RETRIEVAL: candidate.retrieval, schema.BUDGET_K: candidate.budget_k}
+        if cosine is not None:
+            meta[schema.QUERY_COSINE] = cosine
+        embedding = vector.tolist() if with_vector and vector is not None else None
+        return replace(chunk, score=candidate.score, embedding=embedding, meta=meta)

@@ -11,6 +11,7 @@ from haystack_fin.core.graph.build import FilingGraph, build_filing_graph
 from haystack_fin.core.graph.entities import FiscalCalendar
 from haystack_fin.core.graph.expand import Added, ExpansionParams, Seed, expand_filing, question_intent
 from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.retrieval.passage_scoring import query_cosines
 from haystack_fin.core.retrieval.question_analysis import analysis_or_own
 from haystack_fin.core.validation import check_int
 from haystack_fin.store_registry import FilingEntry, SharedStoreClient
@@ -75,13 +76,12 @@ class GraphExpander(SharedStoreClient):
     anchors and the top incoming candidates, scores every reached chunk ``entity_weight * entity hit + hop_weight *
     hop proximity + vector_weight * cosine`` and adds at most ``max_added`` (intent-required ones first: a ratio's
     input statements, a comparison's periods, a "why" question's table paragraph). Incoming documents pass through
-    unchanged, in order, with ``meta["graph"]``
-    (their entity hit); added ones follow with ``meta["graph"]`` = score parts, the path of edges (type,
-    kind, confidence) that pulled them in and ``explain``, that path in plain words,
-    ``meta["retrieval"] = {"mode": "graph"}`` and a ``budget_k``: the
-    Item's incoming budget plus the passages added to it, so that ``TwoStageRanker``'s per-Item cut has room for
-    them (which also leaves room for one more of the Item's own candidates). Documents without ``filing_id`` pass
-    through untouched.
+    unchanged, in order, with ``meta["graph"]`` (their entity hit); added ones follow with ``meta["graph"]`` = score
+    parts, the path of edges (type, kind, confidence) that pulled them in and ``explain``, that path in plain words,
+    ``meta["retrieval"] = {"mode": "graph"}``, ``meta["query_cosine"]`` (with ``query_embedding``) and a
+    ``budget_k``: the Item's incoming budget plus the passages added to it, so that ``TwoStageRanker``'s per-Item cut
+    has room for them (which also leaves room for one more of the Item's own candidates). Documents without
+    ``filing_id`` pass through untouched.
 
     Usage example:
     ```python
@@ -112,6 +112,7 @@ class GraphExpander(SharedStoreClient):
         cache_size: int = 32,
         lexicon_path: str | None = None,
         raise_budgets: bool = True,
+        return_embedding: bool = False,
     ) -> None:
         """
         :param document_store: the index holding the filings' chunks (any Haystack store; vectors are used when it
@@ -129,6 +130,9 @@ class GraphExpander(SharedStoreClient):
             ``analysis``); default: the built-in lexicon. Use the QueryAnalyzer's.
         :param raise_budgets: an added passage's ``budget_k`` is its Item's incoming budget plus the passages added
             to that Item, so the ranker's per-Item cut has room for them; False: the Item's incoming budget.
+        :param return_embedding: give added passages their unit vector; off, they carry only their cosine to the
+            question (``meta["query_cosine"]``), as DualTreeRetriever's candidates do (without ``query_embedding``
+            they keep the vector: no cosine to record).
         """
         check_int("max_added", max_added, 0)
         if max_hops not in (1, 2):
@@ -148,6 +152,7 @@ class GraphExpander(SharedStoreClient):
         self.cache_size = cache_size
         self.lexicon_path = lexicon_path
         self.raise_budgets = raise_budgets
+        self.return_embedding = return_embedding
         self._lexicon: Lexicon | None = None
         self._store: Any = None
 
@@ -164,6 +169,7 @@ class GraphExpander(SharedStoreClient):
             cache_size=self.cache_size,
             lexicon_path=self.lexicon_path,
             raise_budgets=self.raise_budgets,
+            return_embedding=self.return_embedding,
         )
 
     @classmethod
@@ -303,7 +309,7 @@ class GraphExpander(SharedStoreClient):
                 cached.vectors, cached.item_of, present, self.raise_budgets,
             )  # fmt: skip
             out_docs = [_with_hit(d, result.entity_hits, fid) for d in out_docs]
-            out_docs.extend(self._added_document(cached, added) for added in result.added)
+            out_docs.extend(self._added_document(cached, added, query_embedding) for added in result.added)
             added_total += len(result.added)
             graph = cached.graph
             traces.append({"filing_id": fid, "build_seconds": round(graph.seconds, 4), "from_meta": graph.from_meta,
@@ -320,9 +326,15 @@ class GraphExpander(SharedStoreClient):
             min_score=self.min_score,
         )
 
-    @staticmethod
-    def _added_document(cached: _CachedGraph, added: Added) -> Document:
-        """An added passage: a copy of its chunk with the graph's score, the chunk's unit vector and ``added.meta``."""
+    def _added_document(self, cached: _CachedGraph, added: Added, query_embedding: list[float] | None) -> Document:
+        """An added passage: a copy of its chunk with the graph's score, ``added.meta``, its cosine to the question
+        and, if asked, the chunk's unit vector."""
         chunk, vector = cached.docs[added.chunk_id], cached.vectors.get(added.chunk_id)
-        embedding = vector.tolist() if vector is not None else None
-        return replace(chunk, score=added.score, embedding=embedding, meta={**chunk.meta, **added.meta})
+        meta = {**chunk.meta, **added.meta}
+        cosine = query_cosines(query_embedding, [vector])[0]
+        if cosine is not None:
+            meta[schema.QUERY_COSINE] = cosine
+        # Without a cosine (no query_embedding here), the vector is what a later stage can score the passage by.
+        keep = self.return_embedding or cosine is None
+        embedding = vector.tolist() if keep and vector is not None else None
+        return replace(chunk, score=added.score, embedding=embedding, meta=meta)

@@ -35,6 +35,7 @@ def candidate(doc: Document) -> FallbackCandidate:
         modality=str(doc.meta.get(schema.MODALITY) or schema.Modality.TEXT.value),
         embedding=doc.embedding or None,
         text=doc.content or "",
+        cosine=schema.query_cosine(doc.meta),
     )
 
 
@@ -43,9 +44,10 @@ class ModalityThresholdFallback:
     """Keeps the least context that answers: per-modality cosine thresholds and minimum counts, tiered text ->
     +tables -> +images (MultiFinRAG's fallback, ``haystack_fin.core.retrieval.modality_fallback``).
 
-    Place it after a ranker (or any retriever) and before the passage window. Each passage's cosine to
-    ``query_embedding`` is computed from its embedding (retrievers need ``return_embedding=True``; the ranker's score
-    is relative to the candidate set and cannot be thresholded). The text tier keeps the text passages over
+    Place it after a ranker (or any retriever) and before the passage window. Each passage's cosine to the
+    question is the one DualTreeRetriever and GraphExpander record (``meta["query_cosine"]``), else computed from
+    ``query_embedding`` and its embedding (other retrievers need ``return_embedding=True``; the ranker's score is
+    relative to the candidate set and cannot be thresholded). The text tier keeps the text passages over
     ``thresholds["text"]``; it suffices with ``min_counts["text"]`` of them that mention the question's lexicon
     concepts (``coverage``). Otherwise tables over ``thresholds["table"]`` join, then images over
     ``thresholds["image"]``; when no tier suffices the ranked passages pass unchanged (``on_insufficient="all"``). A

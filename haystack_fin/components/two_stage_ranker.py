@@ -17,8 +17,8 @@ from haystack_fin.core.retrieval.passage_scoring import (
     FallbackWeights,
     Passage,
     PassageScore,
-    cosines,
     names_segment,
+    query_cosines,
     score_passages,
 )
 from haystack_fin.core.retrieval.question_analysis import analysis_or_own
@@ -124,8 +124,9 @@ class TwoStageRanker:
     Scorer: with ``model`` set, any sentence-transformers cross-encoder (hub name or local path), run through
     Haystack's ``SentenceTransformersSimilarityRanker``; each (query, passage) pair is scored once and the same
     scores serve both stages, because a cross-encoder's pointwise scores are comparable across Items. With
-    ``model=None``, the fallback scorer of ``haystack_fin.core.retrieval.passage_scoring``: bi-encoder cosine (when
-    ``query_embedding`` is given and the documents carry embeddings; retrievers need ``return_embedding=True``), BM25
+    ``model=None``, the fallback scorer of ``haystack_fin.core.retrieval.passage_scoring``: bi-encoder cosine (the one
+    DualTreeRetriever and GraphExpander record in ``meta["query_cosine"]``, else from ``query_embedding`` and the
+    documents' embeddings: other retrievers need ``return_embedding=True``), BM25
     over the candidate set, a table prior for questions that ask for a number, and a statement prior for blocks of the
     financial statement a question names or implies (``meta["statement"]``), fused into a score in [0, 1]. The
     candidates' company names and tickers (meta ``company``, ``ticker``) are left out of the question's terms:
@@ -271,6 +272,7 @@ class TwoStageRanker:
         return Passage(
             text="\n".join([*fields, doc.content or ""]),
             embedding=doc.embedding or None,
+            cosine=schema.query_cosine(doc.meta),
             is_table=doc.meta.get(schema.MODALITY) == Modality.TABLE.value,
             table_labels=_table_labels(doc),
             statement=doc.meta.get(schema.STATEMENT),
@@ -307,11 +309,7 @@ class TwoStageRanker:
             segment_question=segment_question,
         )
         hand = [s.score for s in signals]
-        raw_cosines = (
-            cosines(query_embedding, [p.embedding for p in passages])
-            if query_embedding is not None and len(query_embedding)
-            else [None] * len(passages)
-        )
+        raw_cosines = query_cosines(query_embedding, [p.embedding for p in passages], [p.cosine for p in passages])
         flags = QuestionFlags.of(query, analysed.asks_for_number)
         facts = [candidate_facts(d) for d in documents]
         features = feature_matrix(signals, facts, raw_cosines, flags)

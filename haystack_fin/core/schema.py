@@ -134,6 +134,9 @@ LLM_SUMMARY = "llm_summary"
 # Query-time meta added to returned Documents (explainability).
 BUDGET_K = "budget_k"  # the FLAM budget k_i of the chunk's Item
 RETRIEVAL = "retrieval"  # DualTreeRetriever: bm25/dense scores, trees and tree paths
+# DualTreeRetriever, GraphExpander: the passage's cosine to the question's vector, which the ranker and the fallback
+# read instead of an embedding (candidates travel without their vectors).
+QUERY_COSINE = "query_cosine"
 RERANK = "rerank"  # TwoStageRanker: stage scores and ranks
 WINDOW = "window"  # PassageWindow: chunk ids merged into the passage
 CHUNK_TEXT = "chunk_text"  # PassageWindow: the hit's own text
@@ -173,6 +176,12 @@ ITEM_CODES = "item_codes"
 def node_type_filter(node_type: NodeType) -> dict[str, Any]:
     """The Haystack filter selecting the nodes of one type (``meta.node_type == node_type``)."""
     return {"field": f"meta.{NODE_TYPE}", "operator": "==", "value": node_type.value}
+
+
+def query_cosine(meta: Mapping[str, Any]) -> float | None:
+    """The cosine to the question a retriever recorded in a passage's meta (``QUERY_COSINE``), None without one."""
+    value = meta.get(QUERY_COSINE)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def filing_filter(filing_ids: str | Sequence[str]) -> dict[str, Any]:

@@ -159,8 +159,14 @@ class TestDualTreeRetriever:
         assert retrieval["tree_paths"]["summary"] == [
             f"{fid}#tree-7-s0-0", f"{fid}#tree-7-s1-1", f"{fid}#tree-7-s2-2", top.id,
         ]  # fmt: skip
-        assert top.embedding is not None and np.linalg.norm(top.embedding) == pytest.approx(1.0)
-        assert np.argmax(top.embedding) == 5  # the chunk's own (normalized) vector, for the ranker's cosine
+        # The ranker's dense signal: the chunk's cosine to the question, recorded instead of its vector.
+        assert top.embedding is None and top.meta["query_cosine"] == pytest.approx(1.0)
+        assert all(-1.0 <= d.meta["query_cosine"] <= 1.0 + 1e-9 for d in docs)
+        with_vectors = DualTreeRetriever(document_store=store, return_embedding=True)
+        top_vec = with_vectors.run(query="pension", query_embedding=one_hot(5), budgets=budgets)["documents"][0]
+        assert top_vec.id == top.id and top_vec.meta["query_cosine"] == top.meta["query_cosine"]
+        assert top_vec.embedding is not None and np.linalg.norm(top_vec.embedding) == pytest.approx(1.0)
+        assert np.argmax(top_vec.embedding) == 5  # the chunk's own (normalized) vector
         # Tree candidates and flat matches take turns, each best first.
         for from_trees in (True, False):
             scores = [d.score for d in docs if bool(d.meta["retrieval"]["trees"]) is from_trees]
@@ -180,7 +186,7 @@ class TestDualTreeRetriever:
         out = DualTreeRetriever(document_store=store).run(query=question, query_embedding=one_hot(1), budgets=budgets)
         added = [d for d in out["documents"] if d.meta["retrieval"]["mode"] == "statement"]
         assert [d.id for d in added] == [chunk_id(ACME, "1A", 9)]
-        assert added[0].meta["budget_k"] == 1 and added[0].embedding is not None
+        assert added[0].meta["budget_k"] == 1 and added[0].meta["query_cosine"] is not None
         assert out["trace"]["statements"] == {"asked": {"cash_flow_statement": 1.0}, "added": [added[0].id]}
         off = DualTreeRetriever(document_store=store, statement_candidates=False).run(
             query=question, query_embedding=one_hot(1), budgets=budgets
@@ -208,7 +214,7 @@ class TestDualTreeRetriever:
         assert [d.id for d in added] == [chunk_id(ACME, "1A", 7), chunk_id(ACME, "1A", 3)]
         assert added[0].meta["retrieval"]["section"] == "income tax"
         assert added[0].meta["retrieval"]["cluster"] == "effective_tax_rate"
-        assert added[0].meta["budget_k"] == 1 and added[0].embedding is not None
+        assert added[0].meta["budget_k"] == 1 and added[0].meta["query_cosine"] is not None
         assert out["trace"]["sections"]["added"] == [d.id for d in added]
         assert out["trace"]["sections"]["asked"]["income tax"] == "effective_tax_rate"
         off = DualTreeRetriever(document_store=store, section_candidates=0).run(

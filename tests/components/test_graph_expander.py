@@ -149,3 +149,27 @@ def test_raise_budgets_switch() -> None:
     assert all(d.meta[schema.BUDGET_K] in (0, 2) for d in kept["documents"][1:])
     restored = GraphExpander.from_dict(GraphExpander(document_store=store, raise_budgets=False).to_dict())
     assert restored.raise_budgets is False
+
+
+def test_added_passages_carry_their_cosine_instead_of_a_vector() -> None:
+    filing = _filing()
+    store = InMemoryDocumentStore()
+    store.write_documents(
+        [Document(id=d["id"], content=d["content"], meta=d["meta"], embedding=[1.0, float(i)]) for i, d in
+         enumerate(filing)]
+    )  # fmt: skip
+    start = store.filter_documents({"field": "meta.chunk_index", "operator": "==", "value": 2})
+    question = "Why did the effective tax rate decrease in 2015?"
+    added = GraphExpander(document_store=store).run(query=question, documents=start, query_embedding=[1.0, 0.0])
+    added_docs = added["documents"][1:]
+    assert added_docs
+    for doc in added_docs:
+        assert doc.embedding is None and -1.0 <= doc.meta[schema.QUERY_COSINE] <= 1.0 + 1e-9
+    # Asked for, or with no question vector to record a cosine against, the vector comes along.
+    kept = GraphExpander(document_store=store, return_embedding=True).run(
+        query=question, documents=start, query_embedding=[1.0, 0.0]
+    )["documents"][1:]
+    assert [d.meta[schema.QUERY_COSINE] for d in kept] == [d.meta[schema.QUERY_COSINE] for d in added_docs]
+    assert all(d.embedding is not None for d in kept)
+    bare = GraphExpander(document_store=store).run(query=question, documents=start)["documents"][1:]
+    assert all(d.embedding is not None and schema.QUERY_COSINE not in d.meta for d in bare)

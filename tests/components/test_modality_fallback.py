@@ -94,6 +94,17 @@ def test_analysis_input_is_used_and_checked():
         fb.run(query="Other question?", documents=docs, query_embedding=[1.0, 0.0], analysis=analysis)
 
 
+def test_recorded_cosines_stand_for_embeddings():
+    # DualTreeRetriever's and GraphExpander's candidates carry meta["query_cosine"] and no vector: the same decision.
+    fb = ModalityThresholdFallback(thresholds={"text": 0.65}, min_counts={"text": 2})
+    docs = store().filter_documents()
+    with_vectors = fb.run(query=QUESTION, documents=docs, query_embedding=[1.0, 0.0])
+    recorded = [Document(id=d.id, content=d.content, meta={**d.meta, "query_cosine": d.embedding[0]}) for d in docs]
+    out = fb.run(query=QUESTION, documents=recorded)
+    assert [d.id for d in out["documents"]] == [d.id for d in with_vectors["documents"]] == ["t1", "t2"]
+    assert out["documents"][0].meta["fallback"] == {"cosine": pytest.approx(0.8), "tier": "text"}
+
+
 def test_after_bm25_without_embeddings_nothing_is_dropped():
     pipe = Pipeline()
     pipe.add_component("retriever", InMemoryBM25Retriever(document_store=store(), top_k=10))
@@ -125,7 +136,9 @@ def test_query_yaml_wires_the_fallback_between_ranker_and_window():
     connections = data["connections"]
     assert {"sender": "ranker.documents", "receiver": "fallback.documents"} in connections
     assert {"sender": "fallback.documents", "receiver": "window.documents"} in connections
-    assert {"sender": "embedder.embedding", "receiver": "fallback.query_embedding"} in connections
+    # Its cosines come from the candidates' meta["query_cosine"] (the retriever's and the graph's), not a vector.
+    assert not any(c["receiver"] == "fallback.query_embedding" for c in connections)
+    assert not any(c["receiver"] == "ranker.query_embedding" for c in connections)
     Pipeline.from_dict(data, allowed_modules=ALLOWED_MODULES)
     off = ablate(data, {"fallback"})
     assert "fallback" not in off["components"]

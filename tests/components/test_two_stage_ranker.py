@@ -205,6 +205,17 @@ class TestTwoStageRanker:
         assert result["trace"]["fallback"]["n_with_dense"] == 2
         assert result["documents"][0].meta["rerank"]["signals"]["dense"] == 1.0
 
+    def test_recorded_cosine_enables_dense_signal_without_vectors(self) -> None:
+        # DualTreeRetriever's candidates: meta["query_cosine"], no embedding, no query_embedding connected.
+        docs = [
+            Document(id="far", content="Outlays for plants.", meta={"item": "7", "query_cosine": 0.2}),
+            Document(id="near", content="Outlays for plants.", meta={"item": "7", "query_cosine": 0.8}),
+        ]
+        result = TwoStageRanker(top_k=2).run(query="plant outlays", documents=docs)
+        assert [d.id for d in result["documents"]] == ["near", "far"]
+        assert result["trace"]["fallback"]["n_with_dense"] == 2
+        assert [d.meta["rerank"]["signals"]["dense"] for d in result["documents"]] == [1.0, 0.25]
+
     def test_documents_without_provenance_form_one_group(self) -> None:
         docs = [Document(content=f"capital expenditures {i}") for i in range(4)]
         result = TwoStageRanker(top_k=2).run(query=QUERY, documents=docs)

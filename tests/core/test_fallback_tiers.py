@@ -9,10 +9,10 @@ from haystack_fin.core.retrieval.modality_fallback import (
     FallbackConfig,
     choose_row,
     concept_phrases,
-    cosines,
     decide,
     threshold_grid,
 )
+from haystack_fin.core.retrieval.passage_scoring import cosines
 
 QUERY = [1.0, 0.0]
 

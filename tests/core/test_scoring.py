@@ -13,6 +13,7 @@ from haystack_fin.core.retrieval.passage_scoring import (
     dense_scores,
     drop_phrases,
     lexical_scores,
+    query_cosines,
     score_passages,
 )
 from haystack_fin.core.retrieval.two_stage_selection import GroupBudget, even_split, group_budgets, two_stage_select
@@ -129,10 +130,19 @@ class TestScorePassages:
 
     def test_dimension_mismatch(self) -> None:
         with pytest.raises(ValueError, match="same embedder"):
-            dense_scores([1.0, 0.0], [[1.0, 0.0, 0.0]])
+            query_cosines([1.0, 0.0], [[1.0, 0.0, 0.0]])
 
     def test_negative_cosine_clipped(self) -> None:
-        assert dense_scores([1.0, 0.0], [[-1.0, 0.0], [1.0, 1.0], None]) == [0.0, 1.0, None]
+        raw = query_cosines([1.0, 0.0], [[-1.0, 0.0], [1.0, 1.0], None])
+        assert dense_scores(raw) == [0.0, 1.0, None]
+
+    def test_recorded_cosine_used_without_embedding(self) -> None:
+        # A retriever's recorded cosine stands for the embedding; a passage without either has no dense signal.
+        raw = query_cosines(None, [None, [1.0, 0.0], None], [0.5, None, None])
+        assert raw == [0.5, None, None]
+        assert query_cosines([1.0, 0.0], [None, [1.0, 0.0]], [0.5, None]) == [0.5, pytest.approx(1.0)]
+        recorded = [Passage("capex", cosine=0.8), Passage("noise", cosine=0.4)]
+        assert [s.dense for s in score_passages("capex", recorded)] == [1.0, 0.5]
 
     def test_table_prior_for_numeric_question(self) -> None:
         text = Passage("Capital expenditures in 2018 rose as we expanded plants and invested further.")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from haystack_fin.core.lexicon import normalize_term
-from haystack_fin.core.retrieval.passage_scoring import cosines
+from haystack_fin.core.retrieval.passage_scoring import query_cosines
 
 MODALITIES: tuple[str, ...] = ("text", "table", "image")
 TIERS: tuple[str, ...] = ("text", "table", "image")
@@ -45,12 +45,13 @@ DIRECT_TABLE_WEIGHT = 1.0
 
 @dataclass(frozen=True)
 class FallbackCandidate:
-    """One ranked passage as the fallback sees it: its modality, its embedding (None: not judged) and its text
-    (for the lexicon coverage check)."""
+    """One ranked passage as the fallback sees it: its modality, its embedding and the cosine its retriever recorded
+    (neither: not judged) and its text (for the lexicon coverage check)."""
 
     modality: str
     embedding: Sequence[float] | None
     text: str
+    cosine: float | None = None
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,8 @@ def decide(
     """The fallback's decision for one question's ranked passages (see the module docstring).
 
     :param candidates: the ranked passages, best first.
-    :param query_embedding: the question's embedding (same embedder as the passages); None passes every passage.
+    :param query_embedding: the question's embedding (same embedder as the passages); without it and without
+        recorded cosines every passage passes.
     :param config: thresholds, minimum counts, coverage rule.
     :param concepts: the question's lexicon concepts as ``concept_phrases`` gives them; empty: coverage always holds.
     :param statements: the question's statement weights (``statements_in_query``); one at ``direct_table_weight``
@@ -167,10 +169,8 @@ def decide(
         if len(precomputed_cosines) != n:
             raise ValueError(f"{len(precomputed_cosines)} cosines for {n} candidates")
         sims = list(precomputed_cosines)
-    elif query_embedding is not None and len(query_embedding) > 0:
-        sims = cosines(query_embedding, [c.embedding for c in candidates])
     else:
-        sims = [None] * n
+        sims = query_cosines(query_embedding, [c.embedding for c in candidates], [c.cosine for c in candidates])
     direct = any(w >= config.direct_table_weight for w in (statements or {}).values())
     start = "table" if direct else "text"
     if n == 0:

@@ -7,8 +7,9 @@ signals that are each normalized to [0, 1]:
 
 ``score = (w_dense * dense + w_lexical * lexical + w_table * table) / (sum of the weights of the signals in use)``
 
-* ``dense``: cosine between the query embedding and the passage embedding (the bi-encoder that retrieved it),
-  clipped at 0 and divided by the best cosine among the candidates.
+* ``dense``: cosine between the query embedding and the passage embedding (the bi-encoder that retrieved it; the
+  retriever's recorded cosine when the passage carries one), clipped at 0 and divided by the best cosine among the
+  candidates.
 * ``lexical``: BM25 of the query's content terms over the candidate set, divided by the best BM25 among the
   candidates. Terms and IDF are the tree search's too (``bm25.py``: ``content_terms``, Lucene's IDF); the names of
   the question's companies are cut out of its terms here, because every candidate is from their filings.
@@ -48,12 +49,17 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from haystack_fin.core.lexicon import normalize_term
 from haystack_fin.core.retrieval.bm25 import LuceneBM25, content_terms
 from haystack_fin.core.retrieval.sections import section_match
+
+# An embedding as a list (a Document's) or an array (an in-memory tree's row).
+Vector: TypeAlias = Sequence[float] | npt.NDArray[Any]
 
 # Cues that a question wants a figure: quantity phrasing, units, and the metric words of financial statements.
 _NUMERIC_CUE = re.compile(
@@ -142,7 +148,8 @@ class FallbackWeights:
 class Passage:
     """What the fallback scorer needs of one candidate.
 
-    ``text`` is what BM25 indexes (content, optionally with a context line); ``table_labels`` are a table's row
+    ``text`` is what BM25 indexes (content, optionally with a context line); ``cosine`` is the passage's cosine to
+    the query when its retriever recorded one (else computed from ``embedding``); ``table_labels`` are a table's row
     labels and column headers (empty: the table's ``text`` is used instead); ``statement`` is the primary
     statement a table block belongs to, if any; ``section_path`` the headings above the passage, the Item's title
     first.
@@ -150,6 +157,7 @@ class Passage:
 
     text: str
     embedding: Sequence[float] | None = None
+    cosine: float | None = None
     is_table: bool = False
     table_labels: Sequence[str] = ()
     statement: str | None = None
@@ -181,7 +189,7 @@ def lexical_scores(query_terms: Sequence[str], passage_terms: Sequence[Sequence[
     return [float(s) / best if best > 0 else 0.0 for s in raw]
 
 
-def cosines(query_embedding: Sequence[float], embeddings: Sequence[Sequence[float] | None]) -> list[float | None]:
+def cosines(query_embedding: Sequence[float], embeddings: Sequence[Vector | None]) -> list[float | None]:
     """Raw cosine of each embedding with the query (None where an embedding is missing); the modality fallback
     thresholds these, the fallback scorer's dense signal rescales them.
 
@@ -205,16 +213,27 @@ def cosines(query_embedding: Sequence[float], embeddings: Sequence[Sequence[floa
     return out
 
 
-def dense_scores(
-    query_embedding: Sequence[float] | None, embeddings: Sequence[Sequence[float] | None]
+def query_cosines(
+    query_embedding: Sequence[float] | None,
+    embeddings: Sequence[Vector | None],
+    given: Sequence[float | None] | None = None,
 ) -> list[float | None]:
-    """Cosine of each embedding with the query, clipped at 0 and divided by the best; ``None`` where missing.
+    """Each passage's raw cosine to the query: the one its retriever recorded (``given``) where there is one, else
+    computed from its embedding; None without either.
 
     :raises ValueError: when an embedding's dimension differs from the query's (two different embedders).
     """
-    if query_embedding is None or len(query_embedding) == 0:
-        return [None] * len(embeddings)
-    clipped = [None if c is None else max(c, 0.0) for c in cosines(query_embedding, embeddings)]
+    out: list[float | None] = list(given) if given is not None else [None] * len(embeddings)
+    todo = [i for i, c in enumerate(out) if c is None and embeddings[i] is not None]
+    if todo and query_embedding is not None and len(query_embedding) > 0:
+        for i, c in zip(todo, cosines(query_embedding, [embeddings[i] for i in todo]), strict=True):
+            out[i] = c
+    return out
+
+
+def dense_scores(raw_cosines: Sequence[float | None]) -> list[float | None]:
+    """Raw cosines clipped at 0 and divided by the best; ``None`` where missing."""
+    clipped = [None if c is None else max(c, 0.0) for c in raw_cosines]
     best = max((c for c in clipped if c is not None), default=0.0)
     return [None if c is None else (c / best if best > 0 else 0.0) for c in clipped]
 
@@ -325,7 +344,9 @@ def score_passages(
 
     lexical = lexical_scores(q_terms, [content_terms(p.text) for p in passages]) if use_lexical else None
     dense = (
-        dense_scores(query_embedding, [p.embedding for p in passages]) if weights.dense > 0 else [None] * len(passages)
+        dense_scores(query_cosines(query_embedding, [p.embedding for p in passages], [p.cosine for p in passages]))
+        if weights.dense > 0
+        else [None] * len(passages)
     )
     results: list[PassageScore] = []
     for i, passage in enumerate(passages):

@@ -1,0 +1,133 @@
+"""Does spreading the top passages over places (Item, modality, candidate source) complete multi-page evidence?
+
+Replays the shipped ranking (learned score, one cut across Items, one page at most once) on feature dumps with whole
+companies held out (``ranking_cv``'s folds and dealings), then once more with a place penalty: passages are taken
+greedily by ``score * gamma ** (passages already shown from the same place)``. Reports page_hit@5 and
+evidence_complete@5 over questions needing 2+ evidence roles, and where the evidence roles the top 5 misses lie.
+
+    python benchmarks/ranking_diversity.py --dumps dumps/base-dev.jsonl.gz,dumps/base-analyst.jsonl.gz,... \\
+        --out benchmarks/results/ranking/diversity.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ranking_cv import SEEDS, learned_fit, load
+
+from haystack_fin.core.evaluation import Passage, score_question
+from haystack_fin.core.retrieval.ranking_replay import ReplayRecord, ReplaySettings, grouped_folds, replay
+
+Place = Callable[[ReplayRecord, int], Any]
+PLACES: dict[str, Place] = {
+    "item": lambda r, i: r.facts[i].item,
+    "item+modality": lambda r, i: (r.facts[i].item, r.facts[i].is_table),
+    "modality": lambda r, i: r.facts[i].is_table,
+    "source": lambda r, i: r.facts[i].source,
+}
+
+
+def replay_spread(
+    record: ReplayRecord, scores: Sequence[float], settings: ReplaySettings, gamma: float, place: Place
+) -> list[Passage]:
+    """``ranking_replay.replay`` without the per-Item cut, taking passages greedily by the place-penalized score."""
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: settings.ranker_top_k]
+    rank = {i: n for n, i in enumerate(order)}
+    remaining, covered, shown = list(order), set(), set()
+    passages: list[Passage] = []
+    deferred: list[Passage] = []
+    counts: Counter[Any] = Counter()
+    while remaining and len(passages) < settings.k:
+        best = max(remaining, key=lambda i: (scores[i] * gamma ** counts[place(record, i)], -rank[i]))
+        remaining.remove(best)
+        cand = record.candidates[best]
+        if cand.chunk_id in covered:
+            continue
+        window = [cid for cid in cand.window if cid not in covered] or [cand.chunk_id]
+        covered.update(window)
+        own = {cand.chunk_id: cand.pages}
+        pages = sorted({p for cid in window for p in record.chunk_pages.get(cid, own.get(cid, []))})
+        keys = {(cand.filing_id, p) for p in pages}
+        if settings.distinct_pages and keys and keys <= shown:
+            deferred.append(Passage(cand.filing_id, pages, ""))
+            continue
+        shown |= keys
+        passages.append(Passage(cand.filing_id, pages, ""))
+        counts[place(record, best)] += 1
+    return (passages + deferred)[: settings.k]
+
+
+def held_out_scores(records: Sequence[ReplayRecord], seed: int | None) -> list[np.ndarray]:
+    fit = learned_fit(0.1, "pointwise")
+    out: list[np.ndarray] = [np.zeros(0)] * len(records)
+    for train, test in grouped_folds([r.company for r in records], 5, seed):
+        scorer = fit([records[i] for i in train])
+        for i in test:
+            out[i] = scorer(records[i])
+    return out
+
+
+def metrics(records: Sequence[ReplayRecord], passages: Sequence[list[Passage]]) -> dict[str, float]:
+    rows = [score_question(r.question, p, (5,)) for r, p in zip(records, passages, strict=True)]
+    multi = [row for r, row in zip(records, rows, strict=True) if len(r.question.required_pages()) >= 2]
+    return {
+        "page_hit@5": round(float(np.mean([row["page_hit@5"] for row in rows])), 4),
+        "evidence_complete@5_2plus": round(float(np.mean([row["evidence_complete@5"] for row in multi])), 4),
+    }
+
+
+def missed_roles(records: Sequence[ReplayRecord], scores: Sequence[np.ndarray], settings: ReplaySettings) -> dict:
+    """For each evidence role the top 5 misses (questions with 2+ roles): its distance in pages to the nearest page
+    shown, and the rank of the first candidate holding one of its pages."""
+    distance: Counter[str] = Counter()
+    rank: Counter[str] = Counter()
+    for record, s in zip(records, scores, strict=True):
+        roles = record.question.required_pages()
+        if len(roles) < 2:
+            continue
+        shown = {p for passage in replay(record, s, settings)[:5] for p in passage.pages}
+        order = sorted(range(len(s)), key=lambda i: -s[i])
+        for role in (r for r in roles if not r & shown):
+            d = min((abs(p - q) for p in role for q in shown), default=99)
+            distance[str(d) if d <= 3 else "4+"] += 1
+            first = next((n for n, i in enumerate(order) if set(record.candidates[i].pages) & role), -1)
+            rank["not a candidate" if first < 0 else "1-10" if first < 10 else "11-20" if first < 20 else "21+"] += 1
+    return {"page_distance": dict(sorted(distance.items())), "first_candidate_rank": dict(rank)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dumps", required=True, help="comma-separated feature dumps (train-ranker --dump)")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    _, records = load(f"base={args.dumps}")
+    settings = ReplaySettings(stage1=False, distinct_pages=True)
+    runs = {seed: held_out_scores(records, seed) for seed in SEEDS}
+    out: dict[str, Any] = {"questions": len(records), "seeds": list(SEEDS), "results": {}}
+
+    def mean_over_seeds(passages_of: Callable[[ReplayRecord, np.ndarray], list[Passage]]) -> dict[str, float]:
+        per_seed = [metrics(records, [passages_of(r, s) for r, s in zip(records, runs[seed], strict=True)])
+                    for seed in SEEDS]  # fmt: skip
+        return {k: round(float(np.mean([m[k] for m in per_seed])), 4) for k in per_seed[0]}
+
+    out["results"]["shipped"] = mean_over_seeds(lambda r, s: replay(r, s, settings))
+    print("shipped", out["results"]["shipped"], flush=True)
+    for name, place in PLACES.items():
+        for gamma in (0.9, 0.8, 0.7, 0.5):
+            label = f"{name} gamma={gamma}"
+            out["results"][label] = mean_over_seeds(lambda r, s, g=gamma, p=place: replay_spread(r, s, settings, g, p))
+            print(label, out["results"][label], flush=True)
+    out["missed_roles_balanced_folds"] = missed_roles(records, runs[None], settings)
+    print(out["missed_roles_balanced_folds"])
+    Path(args.out).write_text(json.dumps(out, indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
