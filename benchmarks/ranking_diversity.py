@@ -22,7 +22,13 @@ import numpy as np
 from ranking_cv import SEEDS, learned_fit, load
 
 from haystack_fin.core.evaluation import Passage, score_question
-from haystack_fin.core.retrieval.ranking_replay import ReplayRecord, ReplaySettings, grouped_folds, replay
+from haystack_fin.core.retrieval.ranking_replay import (
+    PassageCut,
+    ReplayRecord,
+    ReplaySettings,
+    grouped_folds,
+    replay,
+)
 
 Place = Callable[[ReplayRecord, int], Any]
 PLACES: dict[str, Place] = {
@@ -39,28 +45,15 @@ def replay_spread(
     """``ranking_replay.replay`` without the per-Item cut, taking passages greedily by the place-penalized score."""
     order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: settings.ranker_top_k]
     rank = {i: n for n, i in enumerate(order)}
-    remaining, covered, shown = list(order), set(), set()
-    passages: list[Passage] = []
-    deferred: list[Passage] = []
+    remaining = list(order)
+    cut = PassageCut(record, settings)
     counts: Counter[Any] = Counter()
-    while remaining and len(passages) < settings.k:
+    while remaining and not cut.full():
         best = max(remaining, key=lambda i: (scores[i] * gamma ** counts[place(record, i)], -rank[i]))
         remaining.remove(best)
-        cand = record.candidates[best]
-        if cand.chunk_id in covered:
-            continue
-        window = [cid for cid in cand.window if cid not in covered] or [cand.chunk_id]
-        covered.update(window)
-        own = {cand.chunk_id: cand.pages}
-        pages = sorted({p for cid in window for p in record.chunk_pages.get(cid, own.get(cid, []))})
-        keys = {(cand.filing_id, p) for p in pages}
-        if settings.distinct_pages and keys and keys <= shown:
-            deferred.append(Passage(cand.filing_id, pages, ""))
-            continue
-        shown |= keys
-        passages.append(Passage(cand.filing_id, pages, ""))
-        counts[place(record, best)] += 1
-    return (passages + deferred)[: settings.k]
+        if cut.offer(best):
+            counts[place(record, best)] += 1
+    return cut.passages_out()
 
 
 def held_out_scores(records: Sequence[ReplayRecord], seed: int | None) -> list[np.ndarray]:

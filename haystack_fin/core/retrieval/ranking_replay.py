@@ -187,6 +187,45 @@ def _budgets(record: ReplayRecord, settings: ReplaySettings) -> list[int | None]
     return [incoming.get((c.filing_id, c.item)) if c.graph_added else c.budget_k for c in record.candidates]
 
 
+@dataclass
+class PassageCut:
+    """What the pipeline does with candidates offered best first: a chunk already inside a shown passage is skipped,
+    each candidate becomes its passage window, and (``distinct_pages``) a passage whose pages are all shown waits
+    while another adds a page."""
+
+    record: ReplayRecord
+    settings: ReplaySettings
+    covered: set[str] = field(default_factory=set)
+    shown: set[tuple[str, int]] = field(default_factory=set)
+    passages: list[Passage] = field(default_factory=list)
+    deferred: list[Passage] = field(default_factory=list)
+
+    def offer(self, index: int) -> bool:
+        """Take candidate ``index``; True when it was shown as a new passage."""
+        cand = self.record.candidates[index]
+        if cand.chunk_id in self.covered:
+            return False
+        window = [cid for cid in cand.window if cid not in self.covered] or [cand.chunk_id]
+        self.covered.update(window)
+        own = {cand.chunk_id: cand.pages}
+        pages = sorted({p for cid in window for p in self.record.chunk_pages.get(cid, own.get(cid, []))})
+        passage = Passage(cand.filing_id, pages, "")
+        page_keys = {(cand.filing_id, p) for p in pages}
+        if self.settings.distinct_pages and page_keys and page_keys <= self.shown:
+            self.deferred.append(passage)
+            return False
+        self.shown |= page_keys
+        self.passages.append(passage)
+        return True
+
+    def full(self) -> bool:
+        return len(self.passages) >= self.settings.k
+
+    def passages_out(self) -> list[Passage]:
+        """The passages shown, then the ones that waited, at most ``settings.k``."""
+        return (self.passages + self.deferred)[: self.settings.k]
+
+
 def replay(record: ReplayRecord, scores: Sequence[float], settings: ReplaySettings = ReplaySettings()) -> list[Passage]:
     """The passages the pipeline would return for these candidate scores (best first, at most ``settings.k``)."""
     if len(scores) != len(record.candidates):
@@ -200,28 +239,12 @@ def replay(record: ReplayRecord, scores: Sequence[float], settings: ReplaySettin
         selected = [r.index for r in two_stage_select(list(scores), keys, budgets, settings.ranker_top_k).selected]
     else:
         selected = sorted(range(n), key=lambda i: (-scores[i], i))[: settings.ranker_top_k]
-    covered: set[str] = set()
-    passages: list[Passage] = []
-    deferred: list[Passage] = []
-    shown: set[tuple[str, int]] = set()
+    cut = PassageCut(record, settings)
     for i in selected:
-        cand = record.candidates[i]
-        if cand.chunk_id in covered:
-            continue
-        window = [cid for cid in cand.window if cid not in covered] or [cand.chunk_id]
-        covered.update(window)
-        own = {cand.chunk_id: cand.pages}
-        pages = sorted({p for cid in window for p in record.chunk_pages.get(cid, own.get(cid, []))})
-        passage = Passage(cand.filing_id, pages, "")
-        page_keys = {(cand.filing_id, p) for p in pages}
-        if settings.distinct_pages and page_keys and page_keys <= shown:
-            deferred.append(passage)
-            continue
-        shown |= page_keys
-        passages.append(passage)
-        if len(passages) >= settings.k:
+        cut.offer(i)
+        if cut.full():
             break
-    return (passages + deferred)[: settings.k]
+    return cut.passages_out()
 
 
 def replay_metrics(
