@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from haystack_fin.components.filing_converter import FilingConverter
-from haystack_fin.core.ingest.cleanup import join_page_breaks, remove_page_furniture
 from haystack_fin.core.ingest.filing_meta import detect_filing_meta
-from haystack_fin.core.ingest.items import detect_heading_sections, detect_item_sections
 from haystack_fin.core.ingest.layout import FilingParseError, ParsedFiling
+from haystack_fin.core.ingest.structure import filing_sections
 
 SUFFIXES = (".pdf", ".htm", ".html", ".htm.gz", ".html.gz")
 
@@ -61,8 +60,7 @@ def _parse(path: Path, converter: FilingConverter, cache: Path | None) -> Parsed
 def item_starts(parsed: ParsedFiling) -> dict[str, Any]:
     """Detected company/form/period and the ``[item, start_page]`` list of one parsed filing."""
     meta = detect_filing_meta(parsed.page_texts, Path(parsed.source_path).name, parsed.meta)
-    elements = join_page_breaks(remove_page_furniture(parsed.elements))
-    sections = detect_item_sections(elements, meta.form) or detect_heading_sections(elements)
+    _, sections = filing_sections(parsed, meta.form)
     return {
         "company": meta.company,
         "form": meta.form,

@@ -1,9 +1,17 @@
-"""Does spreading the top passages over places (Item, modality, candidate source) complete multi-page evidence?
+"""Does spreading the top passages over places, or covering what the question names, complete multi-page evidence?
 
 Replays the shipped ranking (learned score, one cut across Items, one page at most once) on feature dumps with whole
-companies held out (``ranking_cv``'s folds and dealings), then once more with a place penalty: passages are taken
-greedily by ``score * gamma ** (passages already shown from the same place)``. Reports page_hit@5 and
-evidence_complete@5 over questions needing 2+ evidence roles, and where the evidence roles the top 5 misses lie.
+companies held out (``ranking_cv``'s folds and dealings), then with two kinds of selection:
+
+* spreading: passages are taken greedily by ``score * gamma ** (passages already shown from the same place)``
+  (Item, modality, candidate source);
+* covering: each evidence place the question's analysis names (every primary statement it names or implies, the
+  MD&A prose a cause is explained in, Item 1 for the business) that has a candidate among the ranker's top k gets
+  a passage: when the slots left are as few as the places not yet shown, the best candidate of such a place is
+  taken instead of the next by score.
+
+Reports page_hit@5 and evidence_complete@5 over questions needing 2+ evidence roles, and where the evidence roles
+the top 5 misses lie.
 
     python benchmarks/ranking_diversity.py --dumps dumps/base-dev.jsonl.gz,dumps/base-analyst.jsonl.gz,... \\
         --out benchmarks/results/ranking/diversity.json
@@ -22,6 +30,8 @@ import numpy as np
 from ranking_cv import SEEDS, learned_fit, load
 
 from haystack_fin.core.evaluation import Passage, score_question
+from haystack_fin.core.lexicon import Lexicon
+from haystack_fin.core.retrieval.ranking_model import CandidateFacts, item_role
 from haystack_fin.core.retrieval.ranking_replay import (
     PassageCut,
     ReplayRecord,
@@ -29,6 +39,7 @@ from haystack_fin.core.retrieval.ranking_replay import (
     grouped_folds,
     replay,
 )
+from haystack_fin.core.statements import statements_in_query
 
 Place = Callable[[ReplayRecord, int], Any]
 PLACES: dict[str, Place] = {
@@ -53,6 +64,39 @@ def replay_spread(
         remaining.remove(best)
         if cut.offer(best):
             counts[place(record, best)] += 1
+    return cut.passages_out()
+
+
+Need = Callable[[CandidateFacts], bool]
+
+
+def question_needs(record: ReplayRecord, statements: dict[str, float], what: str) -> list[Need]:
+    """The evidence places the question names (``what``: "statements", "statements+cause", "all")."""
+    needs: list[Need] = [lambda f, k=kind: f.statement == k for kind in sorted(statements)]
+    if what != "statements" and record.flags.asks_cause:
+        needs.append(lambda f: not (f.is_table or f.is_image) and item_role(f.item) == "mdna")
+    if what == "all" and record.flags.asks_business:
+        needs.append(lambda f: item_role(f.item) == "business")
+    return needs
+
+
+def replay_cover(
+    record: ReplayRecord, scores: Sequence[float], settings: ReplaySettings, needs: Sequence[Need], min_needs: int
+) -> list[Passage]:
+    """``ranking_replay.replay`` without the per-Item cut, reserving the last slots for needs not yet shown."""
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: settings.ranker_top_k]
+    open_needs = [n for n in needs if any(n(record.facts[i]) for i in order)]
+    if len(open_needs) < min_needs:
+        return replay(record, scores, settings)
+    remaining = list(order)
+    cut = PassageCut(record, settings)
+    while remaining and not cut.full():
+        pick = remaining[0]
+        if len(open_needs) >= settings.k - len(cut.passages):
+            pick = next((i for i in remaining if any(n(record.facts[i]) for n in open_needs)), pick)
+        remaining.remove(pick)
+        if cut.offer(pick):
+            open_needs = [n for n in open_needs if not n(record.facts[pick])]
     return cut.passages_out()
 
 
@@ -98,6 +142,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dumps", required=True, help="comma-separated feature dumps (train-ranker --dump)")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--family", choices=("spread", "cover", "both"), default="both")
     args = parser.parse_args()
     _, records = load(f"base={args.dumps}")
     settings = ReplaySettings(stage1=False, distinct_pages=True)
@@ -111,11 +156,23 @@ def main() -> None:
 
     out["results"]["shipped"] = mean_over_seeds(lambda r, s: replay(r, s, settings))
     print("shipped", out["results"]["shipped"], flush=True)
-    for name, place in PLACES.items():
+    for name, place in PLACES.items() if args.family != "cover" else ():
         for gamma in (0.9, 0.8, 0.7, 0.5):
             label = f"{name} gamma={gamma}"
             out["results"][label] = mean_over_seeds(lambda r, s, g=gamma, p=place: replay_spread(r, s, settings, g, p))
             print(label, out["results"][label], flush=True)
+    lexicon = Lexicon.load_default()
+    statements = [statements_in_query(r.question.question, lexicon) for r in records]
+    for what in ("statements", "statements+cause", "all") if args.family != "spread" else ():
+        for min_weight in (1.0, 0.5):
+            for min_needs in (1, 2):
+                label = f"cover {what} weight>={min_weight} needs>={min_needs}"
+                needs = {id(r): question_needs(r, {k: w for k, w in st.items() if w >= min_weight}, what)
+                         for r, st in zip(records, statements, strict=True)}  # fmt: skip
+                out["results"][label] = mean_over_seeds(
+                    lambda r, s, n=needs, m=min_needs: replay_cover(r, s, settings, n[id(r)], m)
+                )
+                print(label, out["results"][label], flush=True)
     out["missed_roles_balanced_folds"] = missed_roles(records, runs[None], settings)
     print(out["missed_roles_balanced_folds"])
     Path(args.out).write_text(json.dumps(out, indent=1))

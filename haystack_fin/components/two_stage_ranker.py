@@ -80,6 +80,7 @@ def candidate_facts(doc: Document) -> CandidateFacts:
         entity_hit=float(graph.get("entity_hit") or 0.0),
         graph_score=float(graph.get("score") or 0.0) if source == "graph" else 0.0,
         n_words=len((doc.content or "").split()),
+        statement=str(meta[schema.STATEMENT]) if meta.get(schema.STATEMENT) else None,
     )
 
 

@@ -62,8 +62,11 @@ def test_prefix_changes_the_vector_and_round_trip(numpy_embedder):
     prefixed = Pipeline.loads(pipe.dumps(), allowed_modules=["haystack_fin"]).run({"embedder": {"text": "revenue"}})[
         "embedder"
     ]["embedding"]
-    assert prefixed != numpy_embedder.run("revenue")["embedding"]
-    assert prefixed == NumpyTextEmbedder(model=str(BUNDLED), prefix="query: ").run("revenue")["embedding"]
+    # Multi-threaded BLAS may differ in the last bits from one matrix product to the next: compare as floats.
+    assert prefixed != pytest.approx(numpy_embedder.run("revenue")["embedding"], abs=1e-4)
+    assert prefixed == pytest.approx(
+        NumpyTextEmbedder(model=str(BUNDLED), prefix="query: ").run("revenue")["embedding"], abs=1e-6
+    )
 
 
 def test_a_hub_name_or_missing_folder_is_one_clear_error(tmp_path):

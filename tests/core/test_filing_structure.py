@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from haystack_fin.core import schema
+from haystack_fin.core.ingest.filing_node import chunk_meta
 from haystack_fin.core.ingest.items import Section
 from haystack_fin.core.ingest.layout import Element, ParsedFiling, TableData
 from haystack_fin.core.ingest.pdf import parse_pdf_filing
 from haystack_fin.core.ingest.structure import ChunkRecord, FilingStructure, item_label, structure_filing
+from haystack_fin.core.lexicon import Lexicon
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BB = "bestbuy-10q-2023-07-29"
@@ -265,3 +268,20 @@ def test_empty_layout_gives_no_sections():
 )
 def test_item_label(section, family, label):
     assert item_label(section, family) == label
+
+
+# --- PayPal 10-Q statements (3 pages): the layout's table titles are column headers ---------------------------
+
+
+def test_statement_kind_from_the_heading_above_when_the_title_is_a_column_header():
+    structure = structure_filing(parse_pdf_filing(FIXTURES / "paypal-10q-2023q2-p4-6-statements.pdf"), "10-Q", "paypal")
+    lexicon = Lexicon.load_default()
+    kinds: dict[int, set[str | None]] = {}
+    for i, rec in enumerate(structure.chunks):
+        if rec.modality == "table" and rec.table_rows >= 10:
+            meta = chunk_meta({schema.FORM: "10-Q"}, rec, i, "run", lexicon)
+            kinds.setdefault(rec.page_numbers[0], set()).add(meta.get(schema.STATEMENT))
+    first = next(r for r in structure.chunks if r.modality == "table" and r.page_numbers == [1])
+    assert first.table_title == "ASSETS"  # what the layout saw above the grid
+    assert "CONDENSED CONSOLIDATED BALANCE SHEETS" in first.table_captions
+    assert kinds == {1: {"balance_sheet"}, 2: {"income_statement"}, 3: {"comprehensive_income_statement"}}

@@ -125,7 +125,9 @@ def chunk_meta(
     meta: Mapping[str, Any], rec: ChunkRecord, index: int, run_id: str, statements: Lexicon | None = None
 ) -> dict[str, Any]:
     """The meta of chunk ``index`` of a filing: ``meta`` (the filing's provenance) and the record's own fields; a
-    table block of a primary statement gets its ``statement`` kind when ``statements`` (a lexicon) is given."""
+    table block of a primary statement gets its ``statement`` kind when ``statements`` (a lexicon) is given: the
+    kind its title names, else the kind the nearest line above it on its page names (a statement's heading when
+    the title the layout found is a column header)."""
     out: dict[str, Any] = {
         **meta,
         schema.NODE_TYPE: schema.NodeType.CHUNK.value,
@@ -154,8 +156,11 @@ def chunk_meta(
         out[schema.TABLE_BLOCK] = rec.table_block
         out[schema.TABLE_SUMMARY] = rec.table_summary
         if statements is not None:
-            kind = classify_statement_table(
-                rec.table_title, rec.table_rows, rec.item, str(meta[schema.FORM]), statements
+            form = str(meta[schema.FORM])
+            captions = [rec.table_title, *reversed(rec.table_captions)]
+            kind = next(
+                (k for c in captions if (k := classify_statement_table(c, rec.table_rows, rec.item, form, statements))),
+                None,
             )
             if kind:
                 out[schema.STATEMENT] = kind

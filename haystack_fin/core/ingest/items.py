@@ -23,6 +23,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from haystack_fin.core.ingest import cross_reference
 from haystack_fin.core.ingest.cleanup import EXHIBIT_HEADING_LINE, is_page_number
 from haystack_fin.core.ingest.layout import Element
 from haystack_fin.core.retrieval.filing_profile import form_family
@@ -227,6 +228,9 @@ _PAGE_TOP_WORDS = 12
 _LIST_LINE_WORDS = 15
 _LIST_GAP_WORDS = 40
 _ITEM8_STUB_PAGES = 2
+# Item headings that leave more than this share of a 10-K's pages before the first Item: look for a cross-reference
+# index (an annual-report-style 10-K names its Items only there).
+_MAX_COVER_SHARE = 0.5
 
 
 def catalog_family(form: str) -> str:
@@ -545,7 +549,9 @@ def _include_part_heading(elements: list[Element], index: int) -> int:
     return index
 
 
-def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
+def detect_item_sections(
+    elements: list[Element], form: str, raw_elements: list[Element] | None = None
+) -> list[Section]:
     """Split ``elements`` into Item sections for a 10-K, 10-Q or 8-K.
 
     Text before the first Item is the "cover" section. For an 8-K, exhibits after the last Item that start with
@@ -553,7 +559,55 @@ def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
     its signatures (``_filed_exhibit_starts``). For a 10-K whose Item 8 is a short pointer
     to F-pages placed after the last Item, those pages form a second Item "8" section. Returns [] when no Item
     is found or the form has no Item catalog; callers then fall back to ``detect_heading_sections``.
+
+    A 10-K whose Item headings leave most of its pages in the cover section is read by its "Form 10-K
+    Cross-Reference Index" instead (``cross_reference``), when it has one; ``raw_elements`` (the elements before
+    page furniture was removed) give the printed page numbers the index cites.
     """
+    sections = _heading_item_sections(elements, form)
+    if catalog_family(form) == "10-K" and raw_elements is not None and _mostly_cover(sections, elements):
+        return _cross_reference_sections(elements, raw_elements) or sections
+    return sections
+
+
+def _mostly_cover(sections: list[Section], elements: list[Element]) -> bool:
+    pages = {p for el in elements for p in el.pages}
+    cover = {p for s in sections if s.item == COVER_CODE for el in elements[s.start : s.end] for p in el.pages}
+    return not sections or len(cover) > _MAX_COVER_SHARE * len(pages)
+
+
+def _cross_reference_sections(elements: list[Element], raw_elements: list[Element]) -> list[Section]:
+    """Sections from the filing's cross-reference index ([] without a usable one): each run of pages the index
+    gives one Item; the filed exhibits after the signatures get their own sections as in any 10-K."""
+    index = cross_reference.find_index(elements)
+    offset = cross_reference.printed_page_offset(raw_elements) if index else None
+    if offset is None:
+        return []
+    specs = {spec.number: spec for spec in ITEMS_10K}
+    starts: list[tuple[int, str, str, str, str]] = []
+    for start, number in cross_reference.item_runs(elements, cross_reference.page_items(index, offset)):
+        spec = specs.get(number) if number is not None else None
+        if spec is not None:
+            starts.append((start, spec.code, spec.title, spec.part, elements[start].text[:200]))
+        elif not starts:  # the pages before the first one the index cites
+            starts.append((start, COVER_CODE, COVER_TITLE, "", ""))
+    exhibits = _filed_exhibit_starts(elements, 0, max(s[0] for s in starts))
+    if exhibits:
+        starts = [s for s in starts if s[0] < exhibits[0][0]] + exhibits
+    return _sections(elements, starts)
+
+
+def _sections(elements: list[Element], starts: list[tuple[int, str, str, str, str]]) -> list[Section]:
+    sections = []
+    for k, (start, code, title, part, heading) in enumerate(starts):
+        end = starts[k + 1][0] if k + 1 < len(starts) else len(elements)
+        first, last = _page_span(elements, start, end)
+        sections.append(Section(code, title, part, start, end, first, last, heading))
+    return sections
+
+
+def _heading_item_sections(elements: list[Element], form: str) -> list[Section]:
+    """``detect_item_sections`` from the filing's "Item" headings."""
     family = catalog_family(form)
     if not family or not elements:
         return []
@@ -584,12 +638,7 @@ def detect_item_sections(elements: list[Element], form: str) -> list[Section]:
             m = _EXHIBIT_HEADING.match(el.text) if el.kind == "text" else None
             if m and starts[-1][1] != f"{EXHIBIT_PREFIX}{m.group(1)}":  # the same heading on its next page
                 starts.append((i, f"{EXHIBIT_PREFIX}{m.group(1)}", f"Exhibit {m.group(1)}", "", el.text))
-    sections = []
-    for k, (start, code, title, part, heading) in enumerate(starts):
-        end = starts[k + 1][0] if k + 1 < len(starts) else len(elements)
-        first, last = _page_span(elements, start, end)
-        sections.append(Section(code, title, part, start, end, first, last, heading))
-    return sections
+    return _sections(elements, starts)
 
 
 def _heading_style(el: Element) -> tuple[float, bool, bool]:

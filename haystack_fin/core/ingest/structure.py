@@ -33,6 +33,9 @@ TextChunker = Callable[[list[Paragraph], int, int], list[TextChunk]]
 
 _MAX_HEADING_CHARS = 120
 _MIN_CAPTION_WORDS = 3
+# A statement's heading sits a few short lines above its table (company name, title, periods, units).
+_CAPTIONS = 4
+_MAX_CAPTION_WORDS = 20
 # Heading levels below the Item title that ItemSummary.sections covers. One level is the note or MD&A subsection
 # in most filings; two because many filings put the notes under one "Notes to Consolidated Financial Statements"
 # heading (Netflix's 10-K: "NETFLIX, INC. NOTES TO CONSOLIDATED FINANCIAL STATEMENTS" > "10. Income Taxes").
@@ -54,6 +57,9 @@ class ChunkRecord:
     table: dict[str, Any] | None = None
     table_block: int | None = None
     table_title: str = ""
+    # The short text lines above the table on its page (since the page's previous table), nearest last: where a
+    # statement's heading is when the table's own title is a column header ("ASSETS", "Years ended ...").
+    table_captions: list[str] = field(default_factory=list)
     table_summary: str = ""  # title, units, columns, row labels: embedded before the block (table_blocks.table_summary)
     table_rows: int = 0  # data rows of the whole table, not of this block
     ocr: bool = False  # read by OCR from a scanned page
@@ -121,6 +127,7 @@ def _section_chunks(
     paragraphs: list[Paragraph] = []
     records: list[ChunkRecord] = []
     last_texts: list[str] = []
+    above: list[Element] = []  # text elements of the current page since its last table
 
     def flush_text() -> None:
         for chunk in text_chunker(list(paragraphs), chunk_tokens, overlap_tokens) if paragraphs else []:
@@ -143,6 +150,7 @@ def _section_chunks(
 
     for offset, el in enumerate(elements[section.start : section.end]):
         path = [label, *(text for _, text in stack)]
+        above = [a for a in above if a.page == el.page]
         if el.kind == "text":
             is_heading = el.is_heading and len(el.text) <= _MAX_HEADING_CHARS
             if is_heading and offset > 0 and part_of(el.text) is None:
@@ -153,6 +161,7 @@ def _section_chunks(
                 path = [label, *(text for _, text in stack)]
             paragraphs.append(Paragraph(el.text, el.pages, path, is_heading, el.ocr, el.ocr_confidence))
             last_texts = [*last_texts[-2:], el.text]
+            above.append(el)
         elif el.kind == "table" and el.table is not None and el.table.rows:
             flush_text()
             table_counter[0] += 1
@@ -160,6 +169,8 @@ def _section_chunks(
             title = el.table.title or (path[-1] if len(path) > 1 else "")
             units_label, multiplier = detect_units(el.table.units, title, *last_texts)
             units_text = el.table.units or (f"(in {units_label})" if units_label else "")
+            captions = [a.text for a in above if len(a.text.split()) <= _MAX_CAPTION_WORDS][-_CAPTIONS:]
+            above = []
             for block in split_table_blocks(el.table, max_table_rows):
                 block_json = block_to_json(block, units_label, multiplier)
                 records.append(
@@ -175,6 +186,7 @@ def _section_chunks(
                         table=block_json,
                         table_block=block.block_index,
                         table_title=title,
+                        table_captions=captions,
                         table_summary=table_summary(title, units_text, block_json),
                         table_rows=len(el.table.rows),
                         ocr=el.ocr,
@@ -208,6 +220,13 @@ def _section_chunks(
     return records
 
 
+def filing_sections(parsed: ParsedFiling, form: str) -> tuple[list[Element], list[Section]]:
+    """A parsed filing's elements without page furniture, page breaks joined, and its Item sections (its top-level
+    heading sections when it has no Items)."""
+    elements = join_page_breaks(remove_page_furniture(parsed.elements))
+    return elements, detect_item_sections(elements, form, parsed.elements) or detect_heading_sections(elements)
+
+
 def structure_filing(
     parsed: ParsedFiling,
     form: str,
@@ -228,9 +247,8 @@ def structure_filing(
     :param section_texts: also keep the text under each heading of the first ``SECTION_DEPTH`` levels of every
         Item (``ItemSummary.sections``, for per-section term counts); off, they stay empty.
     """
-    elements = join_page_breaks(remove_page_furniture(parsed.elements))
+    elements, sections = filing_sections(parsed, form)
     family = form_family(form)
-    sections = detect_item_sections(elements, form) or detect_heading_sections(elements)
     table_counter = [0]
     chunks: list[ChunkRecord] = []
     items: list[ItemSummary] = []

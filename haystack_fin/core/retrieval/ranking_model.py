@@ -123,7 +123,8 @@ class CandidateFacts:
 
     ``source``: one of ``SOURCES``; ``retriever_score``: the tree search's fused score (0 for added candidates);
     ``budget_k``: its Item's FLAM budget; ``position``: its chunk's place in the filing in [0, 1] (None: unknown);
-    ``entity_hit`` / ``graph_score``: the graph's match of the question's metric and period / expansion score.
+    ``entity_hit`` / ``graph_score``: the graph's match of the question's metric and period / expansion score;
+    ``statement``: the primary statement the chunk's table is (``core/statements.py``), not a feature.
     """
 
     source: str
@@ -136,6 +137,7 @@ class CandidateFacts:
     entity_hit: float = 0.0
     graph_score: float = 0.0
     n_words: int = 0
+    statement: str | None = None
 
 
 def _recip_ranks(values: Sequence[float]) -> list[float]:
