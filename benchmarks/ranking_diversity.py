@@ -36,6 +36,7 @@ from haystack_fin.core.retrieval.ranking_replay import (
     PassageCut,
     ReplayRecord,
     ReplaySettings,
+    best_first,
     grouped_folds,
     replay,
 )
@@ -54,7 +55,7 @@ def replay_spread(
     record: ReplayRecord, scores: Sequence[float], settings: ReplaySettings, gamma: float, place: Place
 ) -> list[Passage]:
     """``ranking_replay.replay`` without the per-Item cut, taking passages greedily by the place-penalized score."""
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: settings.ranker_top_k]
+    order = best_first(scores, settings.ranker_top_k)
     rank = {i: n for n, i in enumerate(order)}
     remaining = list(order)
     cut = PassageCut(record, settings)
@@ -84,7 +85,7 @@ def replay_cover(
     record: ReplayRecord, scores: Sequence[float], settings: ReplaySettings, needs: Sequence[Need], min_needs: int
 ) -> list[Passage]:
     """``ranking_replay.replay`` without the per-Item cut, reserving the last slots for needs not yet shown."""
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: settings.ranker_top_k]
+    order = best_first(scores, settings.ranker_top_k)
     open_needs = [n for n in needs if any(n(record.facts[i]) for i in order)]
     if len(open_needs) < min_needs:
         return replay(record, scores, settings)

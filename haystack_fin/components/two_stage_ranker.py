@@ -297,6 +297,9 @@ class TwoStageRanker:
         sections = question_sections(analysed.clusters) if self._weights.section > 0 else {}
         segment_question = names_segment(c.category for c in analysed.clusters)
         passages = [self._passage(d) for d in documents]
+        # Computed once: the features read the raw cosines, and score_passages reads them back from the passages.
+        raw_cosines = query_cosines(query_embedding, [p.embedding for p in passages], [p.cosine for p in passages])
+        passages = [replace(p, cosine=c) for p, c in zip(passages, raw_cosines, strict=True)]
         signals = score_passages(
             query,
             passages,
@@ -310,7 +313,6 @@ class TwoStageRanker:
             segment_question=segment_question,
         )
         hand = [s.score for s in signals]
-        raw_cosines = query_cosines(query_embedding, [p.embedding for p in passages], [p.cosine for p in passages])
         flags = QuestionFlags.of(query, analysed.asks_for_number)
         facts = [candidate_facts(d) for d in documents]
         features = feature_matrix(signals, facts, raw_cosines, flags)

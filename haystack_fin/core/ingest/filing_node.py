@@ -157,7 +157,7 @@ def chunk_meta(
         out[schema.TABLE_SUMMARY] = rec.table_summary
         if statements is not None:
             form = str(meta[schema.FORM])
-            captions = [rec.table_title, *reversed(rec.table_captions)]
+            captions = dict.fromkeys([rec.table_title, *reversed(rec.table_captions)])  # the title is often one
             kind = next(
                 (k for c in captions if (k := classify_statement_table(c, rec.table_rows, rec.item, form, statements))),
                 None,

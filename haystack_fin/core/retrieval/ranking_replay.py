@@ -226,6 +226,11 @@ class PassageCut:
         return (self.passages + self.deferred)[: self.settings.k]
 
 
+def best_first(scores: Sequence[float], k: int) -> list[int]:
+    """The indices of the ``k`` best scores, best first, ties by position (the ranker's order)."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:k]
+
+
 def replay(record: ReplayRecord, scores: Sequence[float], settings: ReplaySettings = ReplaySettings()) -> list[Passage]:
     """The passages the pipeline would return for these candidate scores (best first, at most ``settings.k``)."""
     if len(scores) != len(record.candidates):
@@ -233,12 +238,11 @@ def replay(record: ReplayRecord, scores: Sequence[float], settings: ReplaySettin
     if not record.candidates:
         return []
     keys = [(c.filing_id, c.item) for c in record.candidates]
-    n = len(keys)
     if settings.stage1:
         budgets = group_budgets(keys, settings.ranker_top_k, _budgets(record, settings))
         selected = [r.index for r in two_stage_select(list(scores), keys, budgets, settings.ranker_top_k).selected]
     else:
-        selected = sorted(range(n), key=lambda i: (-scores[i], i))[: settings.ranker_top_k]
+        selected = best_first(scores, settings.ranker_top_k)
     cut = PassageCut(record, settings)
     for i in selected:
         cut.offer(i)
