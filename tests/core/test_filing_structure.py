@@ -285,3 +285,19 @@ def test_statement_kind_from_the_heading_above_when_the_title_is_a_column_header
     assert first.table_title == "ASSETS"  # what the layout saw above the grid
     assert "CONDENSED CONSOLIDATED BALANCE SHEETS" in first.table_captions
     assert kinds == {1: {"balance_sheet"}, 2: {"income_statement"}, 3: {"comprehensive_income_statement"}}
+
+
+def test_statement_kind_from_a_title_in_the_grid_and_from_the_filers_own_word_for_equity():
+    """Coca-Cola's 2017 10-K, pages 77-78: the cash flow statement's title sits in a header cell after the company
+    name (the lines above hold only the company name); the equity statement is of "shareowners' equity"."""
+    pdf = FIXTURES / "cocacola-10k-2017-p77-78-statements.pdf"
+    structure = structure_filing(parse_pdf_filing(pdf), "10-K", "ko")
+    lexicon = Lexicon.load_default()
+    kinds: dict[int, set[str | None]] = {}
+    for i, rec in enumerate(structure.chunks):
+        if rec.modality == "table":
+            meta = chunk_meta({schema.FORM: "10-K"}, rec, i, "run", lexicon)
+            kinds.setdefault(rec.page_numbers[0], set()).add(meta.get(schema.STATEMENT))
+    first = next(r for r in structure.chunks if r.modality == "table")
+    assert first.table_title == "" and "CONSOLIDATED STATEMENTS OF CASH FLOWS" in first.table_captions[0]
+    assert kinds == {1: {"cash_flow_statement"}, 2: {"equity_statement"}}

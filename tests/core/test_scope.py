@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from haystack_fin.core.retrieval.companies import CompanyIndex, company_aliases, company_key, names_whole_company
-from haystack_fin.core.retrieval.filing_ranking import FilingProfile, resolve_scope
+from haystack_fin.core.retrieval.filing_ranking import FilingProfile, bound_unscoped, resolve_scope
 from haystack_fin.core.retrieval.question_scope import parse_question_scope
 
 # filing_id, company, ticker, form, fiscal_year, fiscal_quarter, period_end, period, items (shared with the other
@@ -475,3 +475,18 @@ class TestResolveScope:
     def test_invalid_max_filings(self):
         with pytest.raises(ValueError, match="max_filings"):
             resolve_scope("anything", PROFILES, max_filings=0)
+
+
+def test_a_bounded_unscoped_scope_puts_the_filings_of_the_asked_period_first():
+    """The nearest chunks choose which filings stay; among them the question's period goes first."""
+    question = "Was there any drop in cash between FY 2023 and Q2 of FY2024?"
+    decision = resolve_scope(question, PROFILES)
+    assert not decision.scoped and decision.of_period == ["BESTBUY_2024Q2_10Q"]
+    nearest = ["VERIZON_2022_10K", "PEPSICO_2021_10K", "BESTBUY_2024Q2_10Q", "MICROSOFT_2023_10K"]
+    bounded = bound_unscoped(decision, nearest, 3)
+    assert bounded.filing_ids == ["BESTBUY_2024Q2_10Q", "VERIZON_2022_10K", "PEPSICO_2021_10K"]
+    # a filing of the period that the nearest chunks did not choose is not brought in
+    assert bound_unscoped(decision, nearest[:2] + nearest[3:], 3).filing_ids == nearest[:2] + nearest[3:]
+    # a question without a period keeps the nearest chunks' order
+    plain = resolve_scope("Which company has the largest cash balance?", PROFILES)
+    assert plain.of_period == [] and bound_unscoped(plain, nearest, 3).filing_ids == nearest[:3]

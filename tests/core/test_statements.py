@@ -31,6 +31,14 @@ LEX = Lexicon.load_default()
             "MGM RESORTS INTERNATIONAL AND SUBSIDIARIES CONSOLIDATED STATEMENTS OF COMPREHENSIVE INCOME (LOSS)",
             COMPREHENSIVE_INCOME_STATEMENT,
         ),
+        # Titles that name the statement after its subject (Microsoft) or in the filer's own word (Coca-Cola's
+        # shareowners, a deficit, a partnership's capital).
+        ("COMPREHENSIVE INCOME STATEMENTS", COMPREHENSIVE_INCOME_STATEMENT),
+        ("STOCKHOLDERS’ EQUITY STATEMENTS", EQUITY_STATEMENT),
+        ("THE COCA-COLA COMPANY AND SUBSIDIARIES CONSOLIDATED STATEMENTS OF SHAREOWNERS' EQUITY", EQUITY_STATEMENT),
+        ("Consolidated Statements of Comprehensive Earnings", COMPREHENSIVE_INCOME_STATEMENT),
+        ("CONSOLIDATED STATEMENTS OF SHAREHOLDERS’ DEFICIT", EQUITY_STATEMENT),
+        ("Consolidated Statements of Partners' Capital", EQUITY_STATEMENT),
     ],
 )
 def test_statement_titles(title, kind):

@@ -18,7 +18,7 @@ from haystack_fin.core.ingest.items import (
     detect_item_sections,
     part_of,
 )
-from haystack_fin.core.ingest.layout import Element, ParsedFiling
+from haystack_fin.core.ingest.layout import Element, ParsedFiling, TableData
 from haystack_fin.core.ingest.ocr import suspect_numbers, suspect_table_cells
 from haystack_fin.core.ingest.table_blocks import block_to_json, block_to_markdown, split_table_blocks, table_summary
 from haystack_fin.core.log import get_logger
@@ -40,6 +40,13 @@ _MAX_CAPTION_WORDS = 20
 # in most filings; two because many filings put the notes under one "Notes to Consolidated Financial Statements"
 # heading (Netflix's 10-K: "NETFLIX, INC. NOTES TO CONSOLIDATED FINANCIAL STATEMENTS" > "10. Income Taxes").
 SECTION_DEPTH = 2
+
+
+def _caps_header_cells(table: TableData) -> list[str]:
+    """Header cells printed in capitals with three words or more ("THE COCA-COLA COMPANY AND SUBSIDIARIES
+    CONSOLIDATED STATEMENTS OF CASH FLOWS 2017"): a title set in the grid, unlike "Year Ended December 31,"."""
+    cells = (c.strip() for row in table.rows[: table.header_rows] for c in row)
+    return [c for c in cells if len(c.split()) >= 3 and c == c.upper() and any(ch.isalpha() for ch in c)]
 
 
 @dataclass
@@ -170,6 +177,8 @@ def _section_chunks(
             units_label, multiplier = detect_units(el.table.units, title, *last_texts)
             units_text = el.table.units or (f"(in {units_label})" if units_label else "")
             captions = [a.text for a in above if len(a.text.split()) <= _MAX_CAPTION_WORDS][-_CAPTIONS:]
+            # Tried after the lines above: a statement's title that the table finder merged into a header cell.
+            captions = [*_caps_header_cells(el.table), *captions]
             above = []
             for block in split_table_blocks(el.table, max_table_rows):
                 block_json = block_to_json(block, units_label, multiplier)

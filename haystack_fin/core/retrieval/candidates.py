@@ -238,19 +238,32 @@ class CandidatePool:
 
     def ranked(self) -> list[Candidate]:
         """The candidates in turns across their sources (``SOURCE_ORDER``), each source's best first (the tree
-        search's and flat matches' by score, the others in the order they were added), so that any first N hold
-        the best of every evidence place; the ranker scores them all either way."""
+        search's and flat matches' by score, the others in the order they were added) and its filings taking turns
+        (a filing searched last is not behind every chunk of the others), so that any first N hold the best of
+        every evidence place of every filing; the ranker scores them all either way."""
         queues: dict[str, list[Candidate]] = {source: [] for source in SOURCE_ORDER}
         for candidate in self.by_id.values():
             queues.setdefault(candidate_source(candidate.retrieval), []).append(candidate)
         for source in ("tree", "flat"):
             queues[source].sort(key=lambda c: -c.score)  # stable: ties keep the order they were added in
+        turns = [_filings_in_turn(queue) for queue in queues.values()]
         out: list[Candidate] = []
         depth = 0
         while len(out) < len(self.by_id):
-            out.extend(queue[depth] for queue in queues.values() if depth < len(queue))
+            out.extend(queue[depth] for queue in turns if depth < len(queue))
             depth += 1
         return out
+
+
+def _filings_in_turn(queue: Sequence[Candidate]) -> list[Candidate]:
+    """``queue`` with its filings taking turns, each filing's candidates in their order in ``queue``."""
+    by_filing: dict[str, list[Candidate]] = {}
+    for candidate in queue:
+        by_filing.setdefault(candidate.filing_id, []).append(candidate)
+    if len(by_filing) < 2:
+        return list(queue)
+    lists = list(by_filing.values())
+    return [lst[depth] for depth in range(max(map(len, lists))) for lst in lists if depth < len(lst)]
 
 
 @dataclass(frozen=True)

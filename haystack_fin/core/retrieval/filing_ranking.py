@@ -190,6 +190,9 @@ class ScopeDecision:
     question: QuestionScope | None = None
     unmatched: list[dict[str, str]] = field(default_factory=list)
     known: list[KnownMention] = field(default_factory=list)
+    # An unscoped decision's filings of the period the question asks about (scoring at least YEAR_MATCH), best
+    # first: ``bound_unscoped`` puts those it keeps first.
+    of_period: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serializable explanation."""
@@ -597,8 +600,10 @@ def bound_unscoped(decision: ScopeDecision, nearest: Sequence[str], limit: int) 
 
     Without a company, "every filing" is right for a handful of filings but grows with the index: a question
     naming no company in a store of 5,000 filings would load and search all of them. The nearest chunks are the
-    only evidence left of which filings are meant (flat RAG's scope), so they choose; a scoped decision, or one
-    already within the limit, is returned unchanged.
+    only evidence left of which filings are meant (flat RAG's scope), so they choose; among those kept, the best
+    matches of the period the question asks about come first (its Q2 10-Q before another company's 10-K), since
+    later stages give the first filings' candidates first. A scoped decision, or one already within the limit, is
+    returned unchanged.
     """
     if decision.scoped or limit < 1 or len(decision.filing_ids) <= limit:
         return decision
@@ -606,6 +611,8 @@ def bound_unscoped(decision: ScopeDecision, nearest: Sequence[str], limit: int) 
     kept = list(dict.fromkeys(f for f in nearest if f in allowed))[:limit]
     by_vectors = len(kept)
     kept += [f for f in decision.filing_ids if f not in kept][: limit - len(kept)]
+    of_period = [f for f in decision.of_period if f in kept]
+    kept = of_period + [f for f in kept if f not in of_period]
     how = f"{by_vectors} by the nearest chunks" + (
         f", {limit - by_vectors} by period and form" if by_vectors < limit else ""
     )
@@ -637,7 +644,11 @@ def _unscoped(
         for p, s, r in scored[:max_filings]
     ]
     logger.debug("Scope of {question!r}: unscoped", question=question)
-    return ScopeDecision([p.filing_id for p, _, _ in scored], False, reason, matches, [], scope, unmatched, list(known))
+    names_period = target is not None or bool(scope.dates)
+    of_period = [p.filing_id for p, s, _ in scored if names_period and s >= YEAR_MATCH]
+    return ScopeDecision(
+        [p.filing_id for p, _, _ in scored], False, reason, matches, [], scope, unmatched, list(known), of_period
+    )
 
 
 def _unmatched_names(
