@@ -246,24 +246,21 @@ class CandidatePool:
             queues.setdefault(candidate_source(candidate.retrieval), []).append(candidate)
         for source in ("tree", "flat"):
             queues[source].sort(key=lambda c: -c.score)  # stable: ties keep the order they were added in
-        turns = [_filings_in_turn(queue) for queue in queues.values()]
-        out: list[Candidate] = []
-        depth = 0
-        while len(out) < len(self.by_id):
-            out.extend(queue[depth] for queue in turns if depth < len(queue))
-            depth += 1
-        return out
+        return _take_turns(_take_turns(_by_filing(queue)) for queue in queues.values())
 
 
-def _filings_in_turn(queue: Sequence[Candidate]) -> list[Candidate]:
-    """``queue`` with its filings taking turns, each filing's candidates in their order in ``queue``."""
+def _by_filing(queue: Sequence[Candidate]) -> list[list[Candidate]]:
+    """``queue`` cut into one list per filing, each in its order in ``queue``."""
     by_filing: dict[str, list[Candidate]] = {}
     for candidate in queue:
         by_filing.setdefault(candidate.filing_id, []).append(candidate)
-    if len(by_filing) < 2:
-        return list(queue)
-    lists = list(by_filing.values())
-    return [lst[depth] for depth in range(max(map(len, lists))) for lst in lists if depth < len(lst)]
+    return list(by_filing.values())
+
+
+def _take_turns(queues: Iterable[Sequence[Candidate]]) -> list[Candidate]:
+    """Every queue's first item, then every queue's second, and so on."""
+    lists = list(queues)
+    return [q[depth] for depth in range(max(map(len, lists), default=0)) for q in lists if depth < len(q)]
 
 
 @dataclass(frozen=True)
