@@ -163,6 +163,10 @@ class TestDefaultLexicon:
             ["right-of-use assets", "ROU assets"],
             ["sg&a", "selling, general and administrative expenses"],
             ["guidance", "outlook", "full-year guidance"],
+            ["acquisitions", "acquired", "acquire", "business combinations"],
+            ["divestitures", "divested", "businesses sold"],
+            ["capital return", "return to shareholders", "returned to shareholders"],
+            ["operating expenses", "operations and maintenance expenses", "operating and maintenance expenses"],
         ],
     )
     def test_synonyms_share_a_cluster(self, lexicon, synonyms):
@@ -195,6 +199,29 @@ class TestDefaultLexicon:
 
 
 class TestFindTerms:
+    @pytest.mark.parametrize(
+        ("question", "cluster"),
+        [
+            ("Which companies did eBay acquire in 2016 and 2017, and what did it pay?", "acquisitions"),
+            ("What businesses has the company acquired since FY2020?", "acquisitions"),
+            ("Which units did the company divest in FY2021?", "divestitures"),
+            ("How much cash did the company return to shareholders in Q1 2023?", "capital_allocation"),
+            ("How much stock did the company buy back in FY2022?", "share_repurchases"),
+            ("How much did the company borrow in 2022?", "total_debt"),
+            ("How much of its term loan did the company repay?", "debt_repayment"),
+            ("Was the company sued over the recall?", "legal_proceedings"),
+            ("How many people does the company employ?", "human_capital"),
+            ("Did the company restructure its European operations?", "restructuring"),
+        ],
+    )
+    def test_verbs_name_the_event(self, lexicon, question, cluster):
+        # Analysts ask with the verb ("did X acquire"); filings title the note with the noun ("Acquisitions").
+        assert cluster in [m.cluster_id for m in lexicon.find_terms(question)]
+
+    def test_acquired_assets_stay_assets(self, lexicon):
+        # The longer term wins: "acquired intangible assets" is an intangible, "net of cash acquired" a cash flow line.
+        assert [m.cluster_id for m in lexicon.find_terms("acquired intangible assets")] == ["intangible_assets"]
+
     def test_capex_question(self, lexicon):
         matches = lexicon.find_terms("What was FY2018 capex for 3M?")
         assert [(m.term, m.cluster_id, m.match_type) for m in matches] == [("capex", "capex", "exact")]

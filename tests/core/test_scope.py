@@ -299,6 +299,17 @@ class TestCompanyIndex:
         assert len(index) == 1
         assert {m.key for m in index.find("What did Facebook spend?")} == {m.key for m in index.find("Meta Platforms")}
 
+    def test_a_first_word_that_is_the_ticker_is_the_everyday_name(self):
+        index = CompanyIndex(
+            [
+                FilingProfile("META_2024_10K", "Meta Platforms, Inc.", "META", "10-K", 2024),
+                FilingProfile("BBY_2023_10K", "Best Buy Co., Inc.", "BBY", "10-K", 2023),
+            ]
+        )
+        assert found(index, "Did Meta's debt increase in FY2024?") == [("Meta", "meta platforms")]
+        assert found(index, "Is the meta data of each filing complete?") == []  # a name: written capitalized
+        assert found(index, "Which was the best quarter?") == []  # Best Buy trades as BBY, not BEST
+
 
 # --- resolve_scope --------------------------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from haystack_fin.core.retrieval.company_names import (
     name_tokens,
     names_whole_company,
     osa_distance,
+    ticker_word_aliases,
     without_legal_form,
 )
 from haystack_fin.core.retrieval.company_reference import CompanyReference
@@ -314,6 +315,8 @@ class CompanyIndex:
                 former = name in self._former.get(key, ())
                 for derived in derived_aliases(name):
                     self._add_alias(key, derived, "former" if former and derived.kind == "name" else derived.kind)
+            for alias in ticker_word_aliases(entry.names, entry.tickers):
+                self._add_alias(key, alias, alias.kind)
             for ticker in entry.tickers:
                 self._tickers.setdefault(ticker, key)
         self._add_mapped(listed, "listed", warn=False)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -299,6 +300,19 @@ def derived_aliases(name: str) -> list[Alias]:
     camel = _camel_head(name)
     if camel:
         add(camel, camel, "short", "capitalized")
+    return list(out.values())
+
+
+def ticker_word_aliases(names: Iterable[str], tickers: Iterable[str]) -> list[Alias]:
+    """A name's first word that is also the company's ticker is its everyday name ("Meta" of Meta Platforms,
+    META), even when the word is one ``derived_aliases`` does not take alone ("Best" of Best Buy, BBY): a
+    company that trades under the word answers to it. Written capitalized, as a name."""
+    symbols = {fold(t) for t in tickers}
+    out: dict[str, Alias] = {}
+    for name in names:
+        words = without_legal_form(_strip_the(name_tokens(name)))
+        if len(words) > 1 and len(words[0]) >= 3 and words[0].isalpha() and words[0] in symbols:
+            out.setdefault(words[0], Alias(words[0], words[0], "short", "capitalized"))
     return list(out.values())
 
 
