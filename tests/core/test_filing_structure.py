@@ -301,3 +301,15 @@ def test_statement_kind_from_a_title_in_the_grid_and_from_the_filers_own_word_fo
     first = next(r for r in structure.chunks if r.modality == "table")
     assert first.table_title == "" and "CONSOLIDATED STATEMENTS OF CASH FLOWS" in first.table_captions[0]
     assert kinds == {1: {"cash_flow_statement"}, 2: {"equity_statement"}}
+
+
+def test_a_capitals_note_heading_is_not_merged_with_the_sub_heading_under_it():
+    """Oracle's 2016 10-K, page 107: "2. ACQUISITIONS" and "Fiscal 2017 Acquisitions" are two bold lines with no gap;
+    read as one heading, the note was nested under the previous note and its title matched no "Acquisitions"."""
+    structure = structure_filing(
+        parse_pdf_filing(FIXTURES / "oracle-10k-2016-p107-acquisitions-note.pdf"), "10-K", "orcl"
+    )
+    paths = [tuple(rec.section_path) for rec in structure.chunks]
+    assert ("2. ACQUISITIONS",) in paths
+    assert not any("ACQUISITIONS Fiscal" in heading for path in paths for heading in path)
+    assert all(path[0] == "2. ACQUISITIONS" for path in paths[paths.index(("2. ACQUISITIONS",)) :])

@@ -210,13 +210,24 @@ def _words_bbox(words: Sequence[Word], indices: list[int]) -> tuple[float, float
     return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
+def _all_caps(text: str) -> bool | None:
+    """Whether a line is written in capitals (None when it has too few letters to tell: "2.", "(a)")."""
+    letters = [c for c in text if c.isalpha()]
+    return sum(c.isupper() for c in letters) >= 0.8 * len(letters) if len(letters) >= 4 else None
+
+
 def _is_heading_line(line: _Line, body_size: float) -> bool:
     words = line.text.split()
     if len(words) > 20 or (_SENTENCE_END.search(line.text) and len(words) > 12):
         return False
-    letters = [c for c in line.text if c.isalpha()]
-    caps = bool(letters) and sum(c.isupper() for c in letters) >= 0.8 * len(letters) and len(letters) >= 4
-    return line.bold or caps or line.size >= body_size + 1.5
+    return line.bold or bool(_all_caps(line.text)) or line.size >= body_size + 1.5
+
+
+def _case_changes(prev: _Line, line: _Line) -> bool:
+    """A heading keeps its case over a line wrap: capitals followed by mixed case (or the reverse) is a heading
+    and the sub-heading under it ("2. ACQUISITIONS" / "Fiscal 2017 Acquisitions")."""
+    a, b = _all_caps(prev.text), _all_caps(line.text)
+    return a is not None and b is not None and a != b
 
 
 def _paragraphs(lines: list[_Line], page_no: int, body_size: float, ocr: bool = False) -> list[Element]:
@@ -261,6 +272,7 @@ def _paragraphs(lines: list[_Line], page_no: int, body_size: float, ocr: bool = 
                 or ln.bold != prev.bold
                 or _is_heading_line(ln, body_size) != _is_heading_line(prev, body_size)
                 or (_is_heading_line(ln, body_size) and ln.text[:4].lower() in ("item", "part"))
+                or (_is_heading_line(ln, body_size) and _is_heading_line(prev, body_size) and _case_changes(prev, ln))
                 or (_SENTENCE_END.search(prev.text) is not None and ln.bbox[0] > prev.bbox[0] + 8)
             )
             if new_para:
