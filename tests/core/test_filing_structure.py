@@ -313,3 +313,20 @@ def test_a_capitals_note_heading_is_not_merged_with_the_sub_heading_under_it():
     assert ("2. ACQUISITIONS",) in paths
     assert not any("ACQUISITIONS Fiscal" in heading for path in paths for heading in path)
     assert all(path[0] == "2. ACQUISITIONS" for path in paths[paths.index(("2. ACQUISITIONS",)) :])
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    ["ebay-10k-2022-p59-income-statement.pdf", "oracle-10k-2023-p67-income-statement.pdf"],
+)
+def test_statement_title_at_the_start_of_a_header_cell(fixture):
+    """eBay's 2022 and Oracle's 2023 income statements: the table finder took the title into a header cell with the
+    column heading after it ("CONSOLIDATED STATEMENT OF INCOME Year Ended December 31, 2022"); the title above the
+    grid is the company name or the page's running header."""
+    structure = structure_filing(parse_pdf_filing(FIXTURES / fixture), "10-K", "x")
+    lexicon = Lexicon.load_default()
+    tables = [(i, rec) for i, rec in enumerate(structure.chunks) if rec.modality == "table"]
+    assert tables
+    assert {chunk_meta({schema.FORM: "10-K"}, rec, i, "run", lexicon).get(schema.STATEMENT) for i, rec in tables} == {
+        "income_statement"
+    }

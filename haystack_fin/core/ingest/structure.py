@@ -43,10 +43,16 @@ SECTION_DEPTH = 2
 
 
 def _caps_header_cells(table: TableData) -> list[str]:
-    """Header cells printed in capitals with three words or more ("THE COCA-COLA COMPANY AND SUBSIDIARIES
-    CONSOLIDATED STATEMENTS OF CASH FLOWS 2017"): a title set in the grid, unlike "Year Ended December 31,"."""
-    cells = (c.strip() for row in table.rows[: table.header_rows] for c in row)
-    return [c for c in cells if len(c.split()) >= 3 and c == c.upper() and any(ch.isalpha() for ch in c)]
+    """The capitals that open a header cell, three words or more ("THE COCA-COLA COMPANY AND SUBSIDIARIES
+    CONSOLIDATED STATEMENTS OF CASH FLOWS 2017"; "CONSOLIDATED STATEMENT OF INCOME" of "CONSOLIDATED STATEMENT OF
+    INCOME Year Ended December 31, 2022"): a title set in the grid, unlike "Year Ended December 31,"."""
+    titles = []
+    for cell in (c.strip() for row in table.rows[: table.header_rows] for c in row):
+        words = cell.split()
+        n = next((i for i, w in enumerate(words) if w != w.upper()), len(words))  # "2017", "&" and "—" are caps
+        if sum(any(ch.isalpha() for ch in w) for w in words[:n]) >= 3:
+            titles.append(" ".join(words[:n]))
+    return titles
 
 
 @dataclass
