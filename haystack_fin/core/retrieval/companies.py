@@ -315,8 +315,8 @@ class CompanyIndex:
                 former = name in self._former.get(key, ())
                 for derived in derived_aliases(name):
                     self._add_alias(key, derived, "former" if former and derived.kind == "name" else derived.kind)
-            for alias in ticker_word_aliases(entry.names, entry.tickers):
-                self._add_alias(key, alias, alias.kind)
+            for word in ticker_word_aliases(entry.names, entry.tickers):
+                self._add_alias(key, word, word.kind)
             for ticker in entry.tickers:
                 self._tickers.setdefault(ticker, key)
         self._add_mapped(listed, "listed", warn=False)
