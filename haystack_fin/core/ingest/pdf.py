@@ -266,13 +266,14 @@ def _paragraphs(lines: list[_Line], page_no: int, body_size: float, ocr: bool = 
             prev = current[-1]
             gap = ln.bbox[1] - prev.bbox[3]
             line_h = max(prev.bbox[3] - prev.bbox[1], 1.0)
+            heading = _is_heading_line(ln, body_size)
             new_para = (
                 gap > 0.6 * line_h
                 or abs(ln.size - prev.size) > 0.6
                 or ln.bold != prev.bold
-                or _is_heading_line(ln, body_size) != _is_heading_line(prev, body_size)
-                or (_is_heading_line(ln, body_size) and ln.text[:4].lower() in ("item", "part"))
-                or (_is_heading_line(ln, body_size) and _is_heading_line(prev, body_size) and _case_changes(prev, ln))
+                or heading != _is_heading_line(prev, body_size)
+                # past the line above, a heading line follows a heading line
+                or (heading and (ln.text[:4].lower() in ("item", "part") or _case_changes(prev, ln)))
                 or (_SENTENCE_END.search(prev.text) is not None and ln.bbox[0] > prev.bbox[0] + 8)
             )
             if new_para:
