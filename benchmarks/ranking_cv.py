@@ -9,7 +9,8 @@ page_hit@5, evidence_complete@5 (questions needing 2+ roles) and MRR with whole 
 - the learned model with one signal's weight put back to its hand-set value (a hand-set weight stays only where that
   beats the learned one in the same folds);
 - the replay switches (one page at most once, the graph's budget raise, the per-Item cut) under the learned model;
-- pointwise against pairwise fitting and the regularization strength.
+- pointwise fitting (every question weighing the same, or every candidate) against pairwise, and the
+  regularization strength.
 
     python benchmarks/ranking_cv.py --config base=dev.jsonl.gz,analyst.jsonl.gz,more.jsonl.gz \\
         --config no_summary=... --out benchmarks/results/ranking/cv.json
@@ -49,15 +50,15 @@ def load(spec: str) -> tuple[str, list[ReplayRecord]]:
 Fit = Callable[[Sequence[ReplayRecord]], Callable[[ReplayRecord], np.ndarray]]
 
 
-def learned_fit(c: float, fit: str, features: Sequence[str] = FEATURES) -> Fit:
+def learned_fit(c: float, fit: str, features: Sequence[str] = FEATURES, weighting: str = "question") -> Fit:
     def fitted(train: Sequence[ReplayRecord]) -> Callable[[ReplayRecord], np.ndarray]:
-        model = fit_model(train, c, fit=fit, features=features)
+        model = fit_model(train, c, fit=fit, features=features, weighting=weighting)
         return lambda r: model.score(r.features)
 
     return fitted
 
 
-def hybrid_fit(c: float, fit: str, signal: str) -> Fit:
+def hybrid_fit(c: float, fit: str, signal: str, weighting: str = "question") -> Fit:
     """The learned model with ``signal`` held at its hand-set weight relative to dense: the two features are merged
     into one, ``dense + (w_signal / w_dense) * signal``, which gets one learned coefficient."""
     hand = FallbackWeights()
@@ -73,7 +74,7 @@ def hybrid_fit(c: float, fit: str, signal: str) -> Fit:
         return copy
 
     def fitted(train: Sequence[ReplayRecord]) -> Callable[[ReplayRecord], np.ndarray]:
-        model = fit_model([merged(r) for r in train], c, fit=fit, features=features)
+        model = fit_model([merged(r) for r in train], c, fit=fit, features=features, weighting=weighting)
         return lambda r: model.score(merged(r).features)
 
     return fitted
@@ -124,6 +125,7 @@ def main() -> None:
     parser.add_argument("--base", default=None, help="the configuration the hybrids and replay switches run on")
     parser.add_argument("--c", type=float, default=0.1)
     parser.add_argument("--fit", default="pointwise", choices=["pointwise", "pairwise"])
+    parser.add_argument("--weighting", default="question", choices=["question", "candidate"])
     parser.add_argument("--no-per-item-cut", action="store_true", help="replay without the ranker's per-Item cut")
     parser.add_argument("--distinct-pages", action="store_true", help="replay with one page at most once")
     parser.add_argument("--folds", type=int, default=5)
@@ -137,12 +139,13 @@ def main() -> None:
         "features": list(FEATURES),
         "c": args.c,
         "fit": args.fit,
+        "weighting": args.weighting,
         "folds": args.folds,
         "seeds": list(SEEDS),
         "settings": {"per_item_cut": settings.stage1, "distinct_pages": settings.distinct_pages},
         "configs": {},
     }
-    learned = learned_fit(args.c, args.fit)
+    learned = learned_fit(args.c, args.fit, weighting=args.weighting)
     for name, records in configs.items():
         out["configs"][name] = study(records, learned, settings, args.folds)
         print(line(f"config {name}", out["configs"][name]), flush=True)
@@ -150,15 +153,20 @@ def main() -> None:
     records = configs[base_name]
     out["hybrids"] = {}
     for signal in HAND_SIGNALS:
-        out["hybrids"][signal] = study(records, hybrid_fit(args.c, args.fit, signal), settings, args.folds)
+        out["hybrids"][signal] = study(
+            records, hybrid_fit(args.c, args.fit, signal, args.weighting), settings, args.folds
+        )
         print(line(f"hand-set {signal}/dense ratio", out["hybrids"][signal]), flush=True)
     out["model_sweep"] = {}
-    for fit in ("pointwise", "pairwise"):
+    for fit, weighting in (("pointwise", "question"), ("pointwise", "candidate"), ("pairwise", "question")):
         for c in (0.01, 0.1, 1.0, 10.0):
-            out["model_sweep"][f"{fit} C={c}"] = study(records, learned_fit(c, fit), settings, args.folds)
-            print(line(f"{fit} C={c}", out["model_sweep"][f"{fit} C={c}"]), flush=True)
+            label = f"{fit} C={c}" if fit == "pairwise" else f"{fit} by {weighting} C={c}"
+            out["model_sweep"][label] = study(records, learned_fit(c, fit, weighting=weighting), settings, args.folds)
+            print(line(label, out["model_sweep"][label]), flush=True)
     no_stacking = tuple(f for f in FEATURES if f != "fallback_score")
-    out["without_fallback_score"] = study(records, learned_fit(args.c, args.fit, no_stacking), settings, args.folds)
+    out["without_fallback_score"] = study(
+        records, learned_fit(args.c, args.fit, no_stacking, args.weighting), settings, args.folds
+    )
     print(line("without fallback_score", out["without_fallback_score"]), flush=True)
     out["replay_switches"] = {}
     for label, switched in (

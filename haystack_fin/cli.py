@@ -625,11 +625,13 @@ def cmd_train_ranker(args: argparse.Namespace) -> int:
         raise ValueError("nothing to fit on: give --questions with --filings DIR, or --from-dump FILE")
     info: dict[str, object] = {"sets": sorted({r.source_set for r in records})}
     if args.folds > 1:
-        cv = training.cross_validate_dump(records, c=args.c, n_splits=args.folds, fit=args.fit)
+        cv = training.cross_validate_dump(
+            records, c=args.c, n_splits=args.folds, fit=args.fit, weighting=args.weighting
+        )
         for line in training.cv_table(cv):
             print(line)
         info["cv_page_hit@5"] = {name: round(m["page_hit@5"], 4) for name, m in cv["overall"].items()}
-    model = training.fit_model(records, c=args.c, info=info, fit=args.fit)
+    model = training.fit_model(records, c=args.c, info=info, fit=args.fit, weighting=args.weighting)
     model.save(args.out)
     print(f"wrote {args.out}: set the ranker's scoring_model to it (query.yaml, or `eval --fragment`)")
     return 0
@@ -869,6 +871,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["pairwise", "pointwise"],
         default="pointwise",
         help="learn each candidate's label (pointwise, default, as shipped) or the order within each question",
+    )
+    p.add_argument(
+        "--weighting",
+        choices=["question", "candidate"],
+        default="question",
+        help="pointwise fit: every question weighs the same (default, as shipped) or every candidate does",
     )
     p.add_argument(
         "--fragment",

@@ -130,9 +130,11 @@ def dump_features(
 
 
 FITS = ("pairwise", "pointwise")
-# The shipped model's fit, chosen by company-grouped folds (docs/ranking.md): pointwise fits scored alike for C from
-# 0.01 to 10 and above every pairwise fit.
+# How a pointwise fit weighs its candidates: every question the same, or every candidate the same.
+WEIGHTINGS = ("question", "candidate")
+# The shipped model's fit, chosen by company-grouped folds (docs/ranking.md).
 DEFAULT_FIT = "pointwise"
+DEFAULT_WEIGHTING = "question"
 DEFAULT_C = 0.1
 # The shipped query.yaml's steps after scoring: one cut across Items, one page at most once in the top k.
 SHIPPED_REPLAY = ReplaySettings(stage1=False, distinct_pages=True)
@@ -144,16 +146,21 @@ def fit_model(
     info: dict[str, Any] | None = None,
     fit: str = DEFAULT_FIT,
     features: Sequence[str] = FEATURES,
+    weighting: str = DEFAULT_WEIGHTING,
 ) -> LinearRankingModel:
     """The ranking model fitted on every candidate of ``records``: ``fit`` "pairwise" (the order within each
-    question) or "pointwise" (each candidate's label)."""
+    question) or "pointwise" (each candidate's label; ``weighting`` "question": every question weighs the same,
+    "candidate": every candidate does)."""
     if fit not in FITS:
         raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
     matrix, labels, questions = stack(records)
     details = {"questions": len(records), "candidates": len(labels), "relevant": int(labels.sum()), "c": c}
     if fit == "pairwise":
         return fit_pairwise(matrix, labels, questions, features, c=c, info={**details, **(info or {})})
-    return fit_logistic(matrix, labels, features, c=c, info={**details, **(info or {})})
+    by_question = questions if weighting == "question" else None
+    return fit_logistic(matrix, labels, features, c=c, info={**details, **(info or {})}, question_ids=by_question)
 
 
 def cross_validate_dump(
@@ -162,11 +169,12 @@ def cross_validate_dump(
     n_splits: int = 5,
     settings: ReplaySettings | None = None,
     fit: str = DEFAULT_FIT,
+    weighting: str = DEFAULT_WEIGHTING,
 ) -> dict[str, Any]:
     """Company-grouped folds: the model fitted on the other companies against the hand-set weights, same folds."""
 
     def fitted(train: Sequence[ReplayRecord]) -> Any:
-        model = fit_model(train, c, fit=fit)
+        model = fit_model(train, c, fit=fit, weighting=weighting)
         return lambda record: model.score(record.features)
 
     return cross_validate(

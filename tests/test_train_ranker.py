@@ -59,6 +59,7 @@ def test_train_ranker_dumps_fits_and_the_pipeline_runs_the_model(tmp_path, capsy
     assert len(read_dump(dump)) == 4
     model = LinearRankingModel.load(model_path)
     assert model.info["questions"] == 4 and "cv_page_hit@5" in model.info
+    assert model.info["weighting"] == "question"  # every question weighs the same unless --weighting candidate
 
     fragment = tmp_path / "ranker.yaml"
     fragment.write_text(f"components:\n  ranker:\n    init_parameters:\n      scoring_model: {model_path}\n")

@@ -15,6 +15,7 @@ from haystack_fin.core.retrieval.ranking_model import (
     feature_matrix,
     fit_logistic,
     item_role,
+    question_weights,
     resolve_model_path,
 )
 
@@ -89,9 +90,38 @@ def test_fit_learns_which_feature_marks_the_evidence() -> None:
     model = fit_logistic(x, y, info={"note": "synthetic"})
     coef = dict(zip(model.features, model.coefficients, strict=True))
     assert max(coef, key=lambda f: abs(coef[f])) == "statement_prior" and coef["statement_prior"] > 0
-    assert model.info == {"fit": "pointwise", "note": "synthetic"}
+    assert model.info == {"fit": "pointwise", "weighting": "candidate", "note": "synthetic"}
     with pytest.raises(ValueError, match="both relevant and irrelevant"):
         fit_logistic(x, np.zeros(400, dtype=int))
+
+
+def test_question_weights_give_every_question_the_same_weight() -> None:
+    # question 0: 1 relevant of 10 candidates; question 1: 5 of 10; question 2: none relevant
+    labels = np.array([1] + [0] * 9 + [1] * 5 + [0] * 5 + [0] * 4)
+    questions = np.array([0] * 10 + [1] * 10 + [2] * 4)
+    w = question_weights(labels, questions)
+    assert w.mean() == pytest.approx(1.0)
+    assert w[labels == 1].sum() == pytest.approx(w[labels == 0].sum())  # relevant and other balanced
+    assert w[0] == pytest.approx(w[10:15].sum())  # one relevant candidate weighs what five of another question do
+    negatives = [w[(questions == q) & (labels == 0)].sum() for q in (0, 1, 2)]
+    assert negatives == pytest.approx([negatives[0]] * 3)
+
+
+def test_question_weighting_keeps_a_large_question_from_deciding_the_fit() -> None:
+    # One question with 1,000 candidates whose evidence is marked by "lexical"; ten with 20 candidates each whose
+    # evidence is marked by "cosine". Weighing candidates, the large question decides; weighing questions, the ten.
+    rng = np.random.default_rng(1)
+    x = rng.random((1200, len(FEATURES)))
+    questions = np.array([0] * 1000 + [q for q in range(1, 11) for _ in range(20)])
+    y = np.where(questions == 0, x[:, col("lexical")] > 0.7, x[:, col("cosine")] > 0.7).astype(int)
+    by_candidate = dict(zip(FEATURES, fit_logistic(x, y).coefficients, strict=True))
+    by_question_model = fit_logistic(x, y, question_ids=questions)
+    by_question = dict(zip(FEATURES, by_question_model.coefficients, strict=True))
+    assert by_candidate["lexical"] > by_candidate["cosine"]
+    assert by_question["cosine"] > by_question["lexical"]
+    assert by_question_model.info["weighting"] == "question"
+    with pytest.raises(ValueError, match="3 question ids for 1200 candidates"):
+        fit_logistic(x, y, question_ids=[0, 1, 2])
 
 
 def test_the_shipped_model_loads() -> None:

@@ -317,15 +317,38 @@ def resolve_model_path(path: str | Path) -> Path:
     raise FileNotFoundError(f"ranking model {path}: no such file (nor a model shipped in haystack_fin/data)")
 
 
+def question_weights(labels: np.ndarray, question_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Sample weights under which every question weighs the same: a question's relevant candidates share one unit
+    and its other candidates another, then relevant and other candidates are balanced overall; mean weight 1. A
+    question with many candidates (a statement cut into many blocks) otherwise outweighs one with few."""
+    y = np.asarray(labels, dtype=np.int64)
+    groups = np.asarray(question_ids)
+    weights = np.zeros(len(y), dtype=np.float64)
+    for question in np.unique(groups):
+        rows = np.flatnonzero(groups == question)
+        for label in (0, 1):
+            chosen = rows[y[rows] == label]
+            if len(chosen):
+                weights[chosen] = 1.0 / len(chosen)
+    for label in (0, 1):
+        chosen = y == label
+        total = weights[chosen].sum()
+        if total > 0:
+            weights[chosen] *= 0.5 * len(y) / total
+    return weights
+
+
 def fit_logistic(
     matrix: np.ndarray,
     labels: np.ndarray,
     features: Sequence[str] = FEATURES,
     c: float = 1.0,
     info: Mapping[str, Any] | None = None,
+    question_ids: Sequence[int] | np.ndarray | None = None,
 ) -> LinearRankingModel:
-    """Fit a class-balanced, L2-regularized logistic model on the rows of a ``FEATURES`` matrix (columns of
-    ``features`` used; constant columns get coefficient 0)."""
+    """Fit an L2-regularized logistic model on the rows of a ``FEATURES`` matrix (columns of ``features`` used;
+    constant columns get coefficient 0), relevant and other candidates balanced; with ``question_ids`` (one per
+    row) every question weighs the same (``question_weights``), else every candidate does."""
     from sklearn.linear_model import LogisticRegression
 
     columns = [FEATURES.index(f) for f in features]
@@ -333,18 +356,25 @@ def fit_logistic(
     y = np.asarray(labels, dtype=np.int64)
     if len(set(y.tolist())) < 2:
         raise ValueError("the labelled candidates need both relevant and irrelevant ones to fit a ranking model")
+    if question_ids is not None and len(question_ids) != len(y):
+        raise ValueError(f"{len(question_ids)} question ids for {len(y)} candidates")
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
-    model.fit((x - mean) / scale, y)
+    if question_ids is None:
+        model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
+        model.fit((x - mean) / scale, y)
+    else:
+        model = LogisticRegression(C=c, max_iter=3000)
+        model.fit((x - mean) / scale, y, sample_weight=question_weights(y, question_ids))
+    weighting = "candidate" if question_ids is None else "question"
     return LinearRankingModel(
         features=tuple(features),
         coefficients=np.asarray(model.coef_[0], dtype=np.float64),
         intercept=float(model.intercept_[0]),
         mean=mean,
         scale=scale,
-        info={"fit": "pointwise", **(info or {})},
+        info={"fit": "pointwise", "weighting": weighting, **(info or {})},
     )
 
 
