@@ -6,8 +6,8 @@ page_hit@5, evidence_complete@5 (questions needing 2+ roles) and MRR with whole 
 
 - per configuration (a set of dumps made with one pipeline configuration: summary tree on or off, the candidate
   sources, ...): the learned model fitted on the other companies against the hand-set weights, in the same folds;
-- the learned model with one signal's weight put back to its hand-set value (a hand-set weight stays only where that
-  beats the learned one in the same folds);
+- each fallback signal's weight switched between learned and its hand-set ratio to dense (a hand-set weight stays
+  only where that beats the learned one in the same folds; ``--hand-set`` names those kept);
 - the replay switches (one page at most once, the graph's budget raise, the per-Item cut) under the learned model;
 - pointwise fitting (every question weighing the same, or every candidate) against pairwise, and the
   regularization strength.
@@ -27,19 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from haystack_fin.core.retrieval.passage_scoring import FallbackWeights
-from haystack_fin.core.retrieval.ranking_model import FEATURES
+from haystack_fin.core.retrieval.ranking_model import FEATURES, HAND_SET_FEATURES
 from haystack_fin.core.retrieval.ranking_replay import ReplayRecord, ReplaySettings, cross_validate, read_dump
 from haystack_fin.ranker_training import fit_model
 
-# The hand-set fusion's signals (besides dense) and the feature that carries each.
-HAND_SIGNALS = {
-    "lexical": "lexical",
-    "table": "table_prior",
-    "statement": "statement_prior",
-    "section": "section_prior",
-    "consolidated": "consolidated",
-}
+Fit = Callable[[Sequence[ReplayRecord]], Callable[[ReplayRecord], np.ndarray]]
 
 
 def load(spec: str) -> tuple[str, list[ReplayRecord]]:
@@ -47,35 +39,14 @@ def load(spec: str) -> tuple[str, list[ReplayRecord]]:
     return name, [r for f in files.split(",") if f for r in read_dump(f)]
 
 
-Fit = Callable[[Sequence[ReplayRecord]], Callable[[ReplayRecord], np.ndarray]]
+def learned_fit(
+    c: float, fit: str, features: Sequence[str] = FEATURES, weighting: str = "question", hand_set: Sequence[str] = ()
+) -> Fit:
+    """The model fitted on the training folds; the ``hand_set`` signals keep their hand-set ratio to dense."""
 
-
-def learned_fit(c: float, fit: str, features: Sequence[str] = FEATURES, weighting: str = "question") -> Fit:
     def fitted(train: Sequence[ReplayRecord]) -> Callable[[ReplayRecord], np.ndarray]:
-        model = fit_model(train, c, fit=fit, features=features, weighting=weighting)
+        model = fit_model(train, c, fit=fit, features=features, weighting=weighting, hand_set=hand_set)
         return lambda r: model.score(r.features)
-
-    return fitted
-
-
-def hybrid_fit(c: float, fit: str, signal: str, weighting: str = "question") -> Fit:
-    """The learned model with ``signal`` held at its hand-set weight relative to dense: the two features are merged
-    into one, ``dense + (w_signal / w_dense) * signal``, which gets one learned coefficient."""
-    hand = FallbackWeights()
-    ratio = getattr(hand, signal) / hand.dense
-    column = FEATURES.index(HAND_SIGNALS[signal])
-    dense = FEATURES.index("dense")
-    features = tuple(f for f in FEATURES if f != HAND_SIGNALS[signal])
-
-    def merged(record: ReplayRecord) -> ReplayRecord:
-        copy = replace(record)
-        copy.features = record.features.copy()
-        copy.features[:, dense] = record.features[:, dense] + ratio * record.features[:, column]
-        return copy
-
-    def fitted(train: Sequence[ReplayRecord]) -> Callable[[ReplayRecord], np.ndarray]:
-        model = fit_model([merged(r) for r in train], c, fit=fit, features=features, weighting=weighting)
-        return lambda r: model.score(merged(r).features)
 
     return fitted
 
@@ -126,6 +97,7 @@ def main() -> None:
     parser.add_argument("--c", type=float, default=0.1)
     parser.add_argument("--fit", default="pointwise", choices=["pointwise", "pairwise"])
     parser.add_argument("--weighting", default="question", choices=["question", "candidate"])
+    parser.add_argument("--hand-set", default="lexical", help="signals kept at their hand-set ratio to dense")
     parser.add_argument("--no-per-item-cut", action="store_true", help="replay without the ranker's per-Item cut")
     parser.add_argument("--distinct-pages", action="store_true", help="replay with one page at most once")
     parser.add_argument("--folds", type=int, default=5)
@@ -133,6 +105,7 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = ReplaySettings(stage1=not args.no_per_item_cut, distinct_pages=args.distinct_pages)
+    hand_set = [s for s in args.hand_set.split(",") if s.strip()]
     configs = dict(load(spec) for spec in args.config)
     base_name = args.base or next(iter(configs))
     out: dict[str, Any] = {
@@ -140,32 +113,36 @@ def main() -> None:
         "c": args.c,
         "fit": args.fit,
         "weighting": args.weighting,
+        "hand_set": hand_set,
         "folds": args.folds,
         "seeds": list(SEEDS),
         "settings": {"per_item_cut": settings.stage1, "distinct_pages": settings.distinct_pages},
         "configs": {},
     }
-    learned = learned_fit(args.c, args.fit, weighting=args.weighting)
+    learned = learned_fit(args.c, args.fit, weighting=args.weighting, hand_set=hand_set)
     for name, records in configs.items():
         out["configs"][name] = study(records, learned, settings, args.folds)
         print(line(f"config {name}", out["configs"][name]), flush=True)
 
     records = configs[base_name]
     out["hybrids"] = {}
-    for signal in HAND_SIGNALS:
-        out["hybrids"][signal] = study(
-            records, hybrid_fit(args.c, args.fit, signal, args.weighting), settings, args.folds
+    for signal in HAND_SET_FEATURES:  # each signal switched between learned and hand-set, the others as given
+        toggled = [s for s in hand_set if s != signal] if signal in hand_set else [*hand_set, signal]
+        label = f"{'learned' if signal in hand_set else 'hand-set'} {signal}/dense ratio"
+        out["hybrids"][label] = study(
+            records, learned_fit(args.c, args.fit, weighting=args.weighting, hand_set=toggled), settings, args.folds
         )
-        print(line(f"hand-set {signal}/dense ratio", out["hybrids"][signal]), flush=True)
+        print(line(label, out["hybrids"][label]), flush=True)
     out["model_sweep"] = {}
     for fit, weighting in (("pointwise", "question"), ("pointwise", "candidate"), ("pairwise", "question")):
         for c in (0.01, 0.1, 1.0, 10.0):
             label = f"{fit} C={c}" if fit == "pairwise" else f"{fit} by {weighting} C={c}"
-            out["model_sweep"][label] = study(records, learned_fit(c, fit, weighting=weighting), settings, args.folds)
+            fitted = learned_fit(c, fit, weighting=weighting, hand_set=hand_set)
+            out["model_sweep"][label] = study(records, fitted, settings, args.folds)
             print(line(label, out["model_sweep"][label]), flush=True)
     no_stacking = tuple(f for f in FEATURES if f != "fallback_score")
     out["without_fallback_score"] = study(
-        records, learned_fit(args.c, args.fit, no_stacking, args.weighting), settings, args.folds
+        records, learned_fit(args.c, args.fit, no_stacking, args.weighting, hand_set), settings, args.folds
     )
     print(line("without fallback_score", out["without_fallback_score"]), flush=True)
     out["replay_switches"] = {}

@@ -624,14 +624,15 @@ def cmd_train_ranker(args: argparse.Namespace) -> int:
     if not records:
         raise ValueError("nothing to fit on: give --questions with --filings DIR, or --from-dump FILE")
     info: dict[str, object] = {"sets": sorted({r.source_set for r in records})}
+    hand_set = [s for s in args.hand_set.split(",") if s.strip()]
     if args.folds > 1:
         cv = training.cross_validate_dump(
-            records, c=args.c, n_splits=args.folds, fit=args.fit, weighting=args.weighting
+            records, c=args.c, n_splits=args.folds, fit=args.fit, weighting=args.weighting, hand_set=hand_set
         )
         for line in training.cv_table(cv):
             print(line)
         info["cv_page_hit@5"] = {name: round(m["page_hit@5"], 4) for name, m in cv["overall"].items()}
-    model = training.fit_model(records, c=args.c, info=info, fit=args.fit, weighting=args.weighting)
+    model = training.fit_model(records, c=args.c, info=info, fit=args.fit, weighting=args.weighting, hand_set=hand_set)
     model.save(args.out)
     print(f"wrote {args.out}: set the ranker's scoring_model to it (query.yaml, or `eval --fragment`)")
     return 0
@@ -877,6 +878,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["question", "candidate"],
         default="question",
         help="pointwise fit: every question weighs the same (default, as shipped) or every candidate does",
+    )
+    p.add_argument(
+        "--hand-set",
+        default="lexical",
+        metavar="SIGNALS",
+        help="comma-separated fallback signals (lexical, table, statement, section, consolidated) whose weight keeps "
+        "its hand-set ratio to dense (default lexical, as shipped; '' for none)",
     )
     p.add_argument(
         "--fragment",

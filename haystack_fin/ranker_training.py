@@ -22,7 +22,16 @@ from tqdm import tqdm
 
 from haystack_fin.core import schema
 from haystack_fin.core.evaluation import load_questions
-from haystack_fin.core.retrieval.ranking_model import FEATURES, LinearRankingModel, fit_logistic, fit_pairwise
+from haystack_fin.core.retrieval.passage_scoring import FallbackWeights
+from haystack_fin.core.retrieval.ranking_model import (
+    FEATURES,
+    HAND_SET_FEATURES,
+    LinearRankingModel,
+    fit_logistic,
+    fit_pairwise,
+    tie_to_dense,
+    untie,
+)
 from haystack_fin.core.retrieval.ranking_replay import (
     ReplayCandidate,
     ReplayRecord,
@@ -136,8 +145,20 @@ WEIGHTINGS = ("question", "candidate")
 DEFAULT_FIT = "pointwise"
 DEFAULT_WEIGHTING = "question"
 DEFAULT_C = 0.1
+# Signals whose weight keeps its hand-set ratio to dense (FallbackWeights): where that beat the learned weight in the
+# same folds (docs/ranking.md).
+DEFAULT_HAND_SET: tuple[str, ...] = ("lexical",)
 # The shipped query.yaml's steps after scoring: one cut across Items, one page at most once in the top k.
 SHIPPED_REPLAY = ReplaySettings(stage1=False, distinct_pages=True)
+
+
+def hand_set_ratios(signals: Sequence[str]) -> dict[str, float]:
+    """Feature -> its hand-set weight's ratio to dense, for the named fallback signals (``HAND_SET_FEATURES``)."""
+    unknown = [s for s in signals if s not in HAND_SET_FEATURES]
+    if unknown:
+        raise ValueError(f"hand-set signal(s) {unknown}: known are {list(HAND_SET_FEATURES)}")
+    weights = FallbackWeights()
+    return {HAND_SET_FEATURES[s]: float(getattr(weights, s)) / weights.dense for s in signals}
 
 
 def fit_model(
@@ -147,20 +168,27 @@ def fit_model(
     fit: str = DEFAULT_FIT,
     features: Sequence[str] = FEATURES,
     weighting: str = DEFAULT_WEIGHTING,
+    hand_set: Sequence[str] = DEFAULT_HAND_SET,
 ) -> LinearRankingModel:
     """The ranking model fitted on every candidate of ``records``: ``fit`` "pairwise" (the order within each
     question) or "pointwise" (each candidate's label; ``weighting`` "question": every question weighs the same,
-    "candidate": every candidate does)."""
+    "candidate": every candidate does); the ``hand_set`` signals keep their hand-set ratio to dense."""
     if fit not in FITS:
         raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    ratios = {f: r for f, r in hand_set_ratios(hand_set).items() if f in features}
     matrix, labels, questions = stack(records)
+    if ratios:
+        matrix = tie_to_dense(matrix, ratios)
+        features = [f for f in features if f not in ratios]
     details = {"questions": len(records), "candidates": len(labels), "relevant": int(labels.sum()), "c": c}
     if fit == "pairwise":
-        return fit_pairwise(matrix, labels, questions, features, c=c, info={**details, **(info or {})})
-    by_question = questions if weighting == "question" else None
-    return fit_logistic(matrix, labels, features, c=c, info={**details, **(info or {})}, question_ids=by_question)
+        model = fit_pairwise(matrix, labels, questions, features, c=c, info={**details, **(info or {})})
+    else:
+        by_question = questions if weighting == "question" else None
+        model = fit_logistic(matrix, labels, features, c=c, info={**details, **(info or {})}, question_ids=by_question)
+    return untie(model, ratios) if ratios else model
 
 
 def cross_validate_dump(
@@ -170,11 +198,12 @@ def cross_validate_dump(
     settings: ReplaySettings | None = None,
     fit: str = DEFAULT_FIT,
     weighting: str = DEFAULT_WEIGHTING,
+    hand_set: Sequence[str] = DEFAULT_HAND_SET,
 ) -> dict[str, Any]:
     """Company-grouped folds: the model fitted on the other companies against the hand-set weights, same folds."""
 
     def fitted(train: Sequence[ReplayRecord]) -> Any:
-        model = fit_model(train, c, fit=fit, weighting=weighting)
+        model = fit_model(train, c, fit=fit, weighting=weighting, hand_set=hand_set)
         return lambda record: model.score(record.features)
 
     return cross_validate(

@@ -11,7 +11,7 @@ from haystack_fin.cli import main
 from haystack_fin.core.retrieval.ranking_model import LinearRankingModel
 from haystack_fin.core.retrieval.ranking_replay import read_dump
 from haystack_fin.query_runner import QueryRunner
-from haystack_fin.ranker_training import dump_features
+from haystack_fin.ranker_training import dump_features, hand_set_ratios
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FILINGS = {"BESTBUY_2023_10Q": "bestbuy-10q-2023-07-29.pdf", "NETFLIX_2015_10K": "netflix-10k-2015.pdf"}
@@ -60,6 +60,7 @@ def test_train_ranker_dumps_fits_and_the_pipeline_runs_the_model(tmp_path, capsy
     model = LinearRankingModel.load(model_path)
     assert model.info["questions"] == 4 and "cv_page_hit@5" in model.info
     assert model.info["weighting"] == "question"  # every question weighs the same unless --weighting candidate
+    assert set(model.info["hand_set_ratios_to_dense"]) == {"lexical"}  # BM25 at its hand-set ratio to dense
 
     fragment = tmp_path / "ranker.yaml"
     fragment.write_text(f"components:\n  ranker:\n    init_parameters:\n      scoring_model: {model_path}\n")
@@ -70,3 +71,10 @@ def test_train_ranker_dumps_fits_and_the_pipeline_runs_the_model(tmp_path, capsy
         runner.close()
     assert result.passages and result.trace["rerank"]["fallback"]["scoring_model"] == str(model_path)
     assert result.candidates and len(result.candidates) >= len(result.passages)
+
+
+def test_hand_set_ratios_name_the_fallback_signals():
+    assert hand_set_ratios(["lexical"]) == {"lexical": pytest.approx(0.3 / 0.7)}
+    assert hand_set_ratios([]) == {}
+    with pytest.raises(ValueError, match=r"hand-set signal\(s\) \['bm25'\]"):
+        hand_set_ratios(["bm25"])

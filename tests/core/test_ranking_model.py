@@ -17,6 +17,8 @@ from haystack_fin.core.retrieval.ranking_model import (
     item_role,
     question_weights,
     resolve_model_path,
+    tie_to_dense,
+    untie,
 )
 
 
@@ -122,6 +124,26 @@ def test_question_weighting_keeps_a_large_question_from_deciding_the_fit() -> No
     assert by_question_model.info["weighting"] == "question"
     with pytest.raises(ValueError, match="3 question ids for 1200 candidates"):
         fit_logistic(x, y, question_ids=[0, 1, 2])
+
+
+def test_a_tied_feature_keeps_its_ratio_to_dense_and_the_untied_model_scores_the_same() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.random((300, len(FEATURES)))
+    y = (x[:, col("dense")] + 0.5 * x[:, col("lexical")] > 0.9).astype(int)
+    ratios = {"lexical": 0.3 / 0.7}
+    merged = tie_to_dense(x, ratios)
+    assert np.allclose(merged[:, col("dense")], x[:, col("dense")] + ratios["lexical"] * x[:, col("lexical")])
+    assert np.array_equal(np.delete(merged, col("dense"), axis=1), np.delete(x, col("dense"), axis=1))
+    fitted = fit_logistic(merged, y, [f for f in FEATURES if f != "lexical"])
+    model = untie(fitted, ratios)
+    assert np.allclose(model.logits(x), fitted.logits(merged))
+    coef = dict(zip(model.features, model.coefficients / model.scale, strict=True))  # per raw unit
+    assert coef["lexical"] == pytest.approx(ratios["lexical"] * coef["dense"])
+    assert model.info["hand_set_ratios_to_dense"] == {"lexical": round(ratios["lexical"], 6)}
+    again = LinearRankingModel.from_dict(json.loads(json.dumps(model.to_dict())))
+    assert np.allclose(again.logits(x), model.logits(x), atol=1e-4)
+    with pytest.raises(ValueError, match="without the tied features"):
+        untie(model, ratios)
 
 
 def test_the_shipped_model_loads() -> None:

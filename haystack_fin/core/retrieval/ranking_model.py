@@ -317,6 +317,45 @@ def resolve_model_path(path: str | Path) -> Path:
     raise FileNotFoundError(f"ranking model {path}: no such file (nor a model shipped in haystack_fin/data)")
 
 
+# The hand-set fusion's signals (``passage_scoring.FallbackWeights`` fields, besides dense) and the feature of each.
+HAND_SET_FEATURES: Mapping[str, str] = {
+    "lexical": "lexical",
+    "table": "table_prior",
+    "statement": "statement_prior",
+    "section": "section_prior",
+    "consolidated": "consolidated",
+}
+
+
+def tie_to_dense(matrix: np.ndarray, ratios: Mapping[str, float]) -> np.ndarray:
+    """A copy of a ``FEATURES`` matrix whose dense column holds ``dense + ratio * feature`` for each tied feature:
+    fitted without those features, the model keeps their weight at that ratio to dense."""
+    out = np.array(matrix, dtype=np.float64, copy=True)
+    dense = FEATURES.index("dense")
+    for feature, ratio in ratios.items():
+        out[:, dense] += ratio * out[:, FEATURES.index(feature)]
+    return out
+
+
+def untie(model: LinearRankingModel, ratios: Mapping[str, float]) -> LinearRankingModel:
+    """The same scores as ``model`` (fitted on ``tie_to_dense`` rows, without the tied features) over the untouched
+    ``FEATURES`` matrix: each tied feature gets dense's coefficient times its ratio, dense's scale and no centering."""
+    if "dense" not in model.features or any(f in model.features for f in ratios):
+        raise ValueError("untie needs a model with dense and without the tied features")
+    d = model.features.index("dense")
+    n = len(ratios)
+    mean = model.mean if model.mean is not None else np.zeros(len(model.features))
+    scale = model.scale if model.scale is not None else np.ones(len(model.features))
+    return LinearRankingModel(
+        features=(*model.features, *ratios),
+        coefficients=np.concatenate([model.coefficients, [model.coefficients[d] * r for r in ratios.values()]]),
+        intercept=model.intercept,
+        mean=np.concatenate([mean, np.zeros(n)]),
+        scale=np.concatenate([scale, np.full(n, scale[d])]),
+        info={**model.info, "hand_set_ratios_to_dense": {f: round(r, 6) for f, r in ratios.items()}},
+    )
+
+
 def question_weights(labels: np.ndarray, question_ids: Sequence[int] | np.ndarray) -> np.ndarray:
     """Sample weights under which every question weighs the same: a question's relevant candidates share one unit
     and its other candidates another, then relevant and other candidates are balanced overall; mean weight 1. A
