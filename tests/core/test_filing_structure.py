@@ -330,3 +330,23 @@ def test_statement_title_at_the_start_of_a_header_cell(fixture):
     assert {chunk_meta({schema.FORM: "10-K"}, rec, i, "run", lexicon).get(schema.STATEMENT) for i, rec in tables} == {
         "income_statement"
     }
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        # the title in title case in every header cell, before the period ("... Changes in Equity Years ended")
+        "aes-10k-2021-p133-equity-statement.pdf",
+        # the title above the grid calls equity "common stockholders' investment"
+        "fedex-10k-2023-p84-equity-statement.pdf",
+    ],
+)
+def test_equity_statement_titled_in_title_case_header_cells_or_as_stockholders_investment(fixture):
+    """AES's 2021 and FedEx's 2023 statements of changes in equity, untagged by the rules above."""
+    structure = structure_filing(parse_pdf_filing(FIXTURES / fixture), "10-K", "x")
+    lexicon = Lexicon.load_default()
+    tables = [(i, rec) for i, rec in enumerate(structure.chunks) if rec.modality == "table"]
+    assert tables
+    assert {chunk_meta({schema.FORM: "10-K"}, rec, i, "run", lexicon).get(schema.STATEMENT) for i, rec in tables} == {
+        "equity_statement"
+    }
