@@ -57,8 +57,8 @@ def _header_cell_titles(table: TableData) -> list[str]:
     """Titles set in the header cells: a cell's opening capitals, three words or more ("THE COCA-COLA COMPANY AND
     SUBSIDIARIES CONSOLIDATED STATEMENTS OF CASH FLOWS 2017"; "CONSOLIDATED STATEMENT OF INCOME" of "CONSOLIDATED
     STATEMENT OF INCOME Year Ended December 31, 2022"), unlike "Year Ended December 31,"; or a cell opening with
-    "Consolidated" up to its period ("Consolidated Statements of Changes in Equity" of "Consolidated Statements of
-    Changes in Equity Years ended December 31, 2021, ...")."""
+    "Consolidated" and naming a period, up to the period ("Consolidated Statements of Changes in Equity" of
+    "Consolidated Statements of Changes in Equity Years ended December 31, 2021, ...")."""
     titles = []
     for cell in (c.strip() for row in table.rows[: table.header_rows] for c in row):
         words = cell.split()
@@ -66,8 +66,10 @@ def _header_cell_titles(table: TableData) -> list[str]:
         if sum(any(ch.isalpha() for ch in w) for w in words[:n]) >= 3:
             titles.append(" ".join(words[:n]))
         elif _STATEMENT_OPENER.match(cell):
-            end = next((i for i, w in enumerate(words) if i and _PERIOD_WORD.fullmatch(w)), len(words))
-            titles.append(" ".join(words[:end]))
+            # Only with its period after it: "Consolidated Balance Sheet Classification" heads a note's column.
+            end = next((i for i, w in enumerate(words) if i and _PERIOD_WORD.fullmatch(w)), None)
+            if end is not None:
+                titles.append(" ".join(words[:end]))
     return list(dict.fromkeys(titles))
 
 
