@@ -12,7 +12,13 @@ from haystack_fin.core.ingest.filing_node import chunk_meta
 from haystack_fin.core.ingest.items import Section
 from haystack_fin.core.ingest.layout import Element, ParsedFiling, TableData
 from haystack_fin.core.ingest.pdf import parse_pdf_filing
-from haystack_fin.core.ingest.structure import ChunkRecord, FilingStructure, item_label, structure_filing
+from haystack_fin.core.ingest.structure import (
+    ChunkRecord,
+    FilingStructure,
+    _header_cell_titles,
+    item_label,
+    structure_filing,
+)
 from haystack_fin.core.lexicon import Lexicon
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -330,3 +336,43 @@ def test_statement_title_at_the_start_of_a_header_cell(fixture):
     assert {chunk_meta({schema.FORM: "10-K"}, rec, i, "run", lexicon).get(schema.STATEMENT) for i, rec in tables} == {
         "income_statement"
     }
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        # the title in title case in every header cell, before the period ("... Changes in Equity Years ended")
+        "aes-10k-2021-p133-equity-statement.pdf",
+        # the title above the grid calls equity "common stockholders' investment"
+        "fedex-10k-2023-p84-equity-statement.pdf",
+    ],
+)
+def test_equity_statement_titled_in_title_case_header_cells_or_as_stockholders_investment(fixture):
+    """AES's 2021 and FedEx's 2023 statements of changes in equity, untagged by the rules above."""
+    structure = structure_filing(parse_pdf_filing(FIXTURES / fixture), "10-K", "x")
+    lexicon = Lexicon.load_default()
+    tables = [(i, rec) for i, rec in enumerate(structure.chunks) if rec.modality == "table"]
+    assert tables
+    assert {chunk_meta({schema.FORM: "10-K"}, rec, i, "run", lexicon).get(schema.STATEMENT) for i, rec in tables} == {
+        "equity_statement"
+    }
+
+
+def test_a_title_case_header_cell_is_a_title_only_before_its_period():
+    """Header cells of AES's 2021 equity statement, its leases note and Activision's 2019 lease-adoption table: a
+    cell opening with "Consolidated" is a statement's title when the period follows it, not a note's column head."""
+    equity = TableData(
+        [
+            [
+                "(in millions)",
+                "Consolidated Statements of Changes in Equity Years ended December 31, 2021, 2020, and 2019",
+            ]
+        ],
+        header_rows=1,
+    )
+    assert _header_cell_titles(equity) == ["Consolidated Statements of Changes in Equity"]
+    leases = TableData([["", "Consolidated Balance Sheet Classification", "December 31, 2021"]], header_rows=1)
+    adoption = TableData(
+        [["Consolidated Balance Sheet:", "Adjustments due to Balance at December 31, 2018"]], header_rows=1
+    )
+    assert _header_cell_titles(leases) == _header_cell_titles(adoption) == []

@@ -3,6 +3,7 @@
 This is FilingSplitter's algorithm, kept free of Haystack so it can be tested and reused alone.
 """
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -42,17 +43,34 @@ _MAX_CAPTION_WORDS = 20
 SECTION_DEPTH = 2
 
 
-def _caps_header_cells(table: TableData) -> list[str]:
-    """The capitals that open a header cell, three words or more ("THE COCA-COLA COMPANY AND SUBSIDIARIES
-    CONSOLIDATED STATEMENTS OF CASH FLOWS 2017"; "CONSOLIDATED STATEMENT OF INCOME" of "CONSOLIDATED STATEMENT OF
-    INCOME Year Ended December 31, 2022"): a title set in the grid, unlike "Year Ended December 31,"."""
+# A statement's title set in title case opens with the word filers put before every statement's name; the period
+# that follows it in the cell ("Years ended December 31, 2021") is not part of the title.
+_STATEMENT_OPENER = re.compile(r"(?:condensed\s+)?(?:consolidated|combined)\b", re.IGNORECASE)
+_PERIOD_WORD = re.compile(
+    r"(?:years?|for|as|at|three|six|nine|twelve|quarters?|periods?|months?|weeks?|january|february|march|april|"
+    r"may|june|july|august|september|october|november|december|\(?\d.*)",
+    re.IGNORECASE,
+)
+
+
+def _header_cell_titles(table: TableData) -> list[str]:
+    """Titles set in the header cells: a cell's opening capitals, three words or more ("THE COCA-COLA COMPANY AND
+    SUBSIDIARIES CONSOLIDATED STATEMENTS OF CASH FLOWS 2017"; "CONSOLIDATED STATEMENT OF INCOME" of "CONSOLIDATED
+    STATEMENT OF INCOME Year Ended December 31, 2022"), unlike "Year Ended December 31,"; or a cell opening with
+    "Consolidated" and naming a period, up to the period ("Consolidated Statements of Changes in Equity" of
+    "Consolidated Statements of Changes in Equity Years ended December 31, 2021, ...")."""
     titles = []
     for cell in (c.strip() for row in table.rows[: table.header_rows] for c in row):
         words = cell.split()
         n = next((i for i, w in enumerate(words) if w != w.upper()), len(words))  # "2017", "&" and "—" are caps
         if sum(any(ch.isalpha() for ch in w) for w in words[:n]) >= 3:
             titles.append(" ".join(words[:n]))
-    return titles
+        elif _STATEMENT_OPENER.match(cell):
+            # Only with its period after it: "Consolidated Balance Sheet Classification" heads a note's column.
+            end = next((i for i, w in enumerate(words) if i and _PERIOD_WORD.fullmatch(w)), None)
+            if end is not None:
+                titles.append(" ".join(words[:end]))
+    return list(dict.fromkeys(titles))
 
 
 @dataclass
@@ -184,7 +202,7 @@ def _section_chunks(
             units_text = el.table.units or (f"(in {units_label})" if units_label else "")
             captions = [a.text for a in above if len(a.text.split()) <= _MAX_CAPTION_WORDS][-_CAPTIONS:]
             # Tried after the lines above: a statement's title that the table finder merged into a header cell.
-            captions = [*_caps_header_cells(el.table), *captions]
+            captions = [*_header_cell_titles(el.table), *captions]
             above = []
             for block in split_table_blocks(el.table, max_table_rows):
                 block_json = block_to_json(block, units_label, multiplier)
