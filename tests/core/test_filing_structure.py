@@ -322,39 +322,27 @@ def test_a_capitals_note_heading_is_not_merged_with_the_sub_heading_under_it():
 
 
 @pytest.mark.parametrize(
-    "fixture",
-    ["ebay-10k-2022-p59-income-statement.pdf", "oracle-10k-2023-p67-income-statement.pdf"],
-)
-def test_statement_title_at_the_start_of_a_header_cell(fixture):
-    """eBay's 2022 and Oracle's 2023 income statements: the table finder took the title into a header cell with the
-    column heading after it ("CONSOLIDATED STATEMENT OF INCOME Year Ended December 31, 2022"); the title above the
-    grid is the company name or the page's running header."""
-    structure = structure_filing(parse_pdf_filing(FIXTURES / fixture), "10-K", "x")
-    lexicon = Lexicon.load_default()
-    tables = [(i, rec) for i, rec in enumerate(structure.chunks) if rec.modality == "table"]
-    assert tables
-    assert {chunk_meta({schema.FORM: "10-K"}, rec, i, "run", lexicon).get(schema.STATEMENT) for i, rec in tables} == {
-        "income_statement"
-    }
-
-
-@pytest.mark.parametrize(
-    "fixture",
+    ("fixture", "kind"),
     [
+        # the title in capitals before the column heading in a header cell; the title above the grid is the company
+        # name or the page's running header
+        ("ebay-10k-2022-p59-income-statement.pdf", "income_statement"),
+        ("oracle-10k-2023-p67-income-statement.pdf", "income_statement"),
         # the title in title case in every header cell, before the period ("... Changes in Equity Years ended")
-        "aes-10k-2021-p133-equity-statement.pdf",
+        ("aes-10k-2021-p133-equity-statement.pdf", "equity_statement"),
         # the title above the grid calls equity "common stockholders' investment"
-        "fedex-10k-2023-p84-equity-statement.pdf",
+        ("fedex-10k-2023-p84-equity-statement.pdf", "equity_statement"),
     ],
 )
-def test_equity_statement_titled_in_title_case_header_cells_or_as_stockholders_investment(fixture):
-    """AES's 2021 and FedEx's 2023 statements of changes in equity, untagged by the rules above."""
+def test_statement_title_in_a_header_cell_or_in_words_of_the_filer(fixture, kind):
+    """eBay's 2022 and Oracle's 2023 income statements ("CONSOLIDATED STATEMENT OF INCOME Year Ended December 31,
+    2022" in one cell), AES's 2021 and FedEx's 2023 statements of changes in equity."""
     structure = structure_filing(parse_pdf_filing(FIXTURES / fixture), "10-K", "x")
     lexicon = Lexicon.load_default()
     tables = [(i, rec) for i, rec in enumerate(structure.chunks) if rec.modality == "table"]
     assert tables
     assert {chunk_meta({schema.FORM: "10-K"}, rec, i, "run", lexicon).get(schema.STATEMENT) for i, rec in tables} == {
-        "equity_statement"
+        kind
     }
 
 
