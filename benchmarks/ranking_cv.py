@@ -29,7 +29,13 @@ import numpy as np
 
 from haystack_fin.core.retrieval.ranking_model import FEATURES, HAND_SET_FEATURES
 from haystack_fin.core.retrieval.ranking_replay import ReplayRecord, ReplaySettings, cross_validate, read_dump
-from haystack_fin.ranker_training import fit_model
+from haystack_fin.ranker_training import (
+    DEFAULT_HAND_SET,
+    DEFAULT_WEIGHTING,
+    WEIGHTINGS,
+    fit_model,
+    hand_set_signals,
+)
 
 Fit = Callable[[Sequence[ReplayRecord]], Callable[[ReplayRecord], np.ndarray]]
 
@@ -40,7 +46,11 @@ def load(spec: str) -> tuple[str, list[ReplayRecord]]:
 
 
 def learned_fit(
-    c: float, fit: str, features: Sequence[str] = FEATURES, weighting: str = "question", hand_set: Sequence[str] = ()
+    c: float,
+    fit: str,
+    features: Sequence[str] = FEATURES,
+    weighting: str = DEFAULT_WEIGHTING,
+    hand_set: Sequence[str] = DEFAULT_HAND_SET,
 ) -> Fit:
     """The model fitted on the training folds; the ``hand_set`` signals keep their hand-set ratio to dense."""
 
@@ -96,8 +106,10 @@ def main() -> None:
     parser.add_argument("--base", default=None, help="the configuration the hybrids and replay switches run on")
     parser.add_argument("--c", type=float, default=0.1)
     parser.add_argument("--fit", default="pointwise", choices=["pointwise", "pairwise"])
-    parser.add_argument("--weighting", default="question", choices=["question", "candidate"])
-    parser.add_argument("--hand-set", default="lexical", help="signals kept at their hand-set ratio to dense")
+    parser.add_argument("--weighting", default=DEFAULT_WEIGHTING, choices=WEIGHTINGS)
+    parser.add_argument(
+        "--hand-set", default=",".join(DEFAULT_HAND_SET), help="signals kept at their hand-set ratio to dense"
+    )
     parser.add_argument("--no-per-item-cut", action="store_true", help="replay without the ranker's per-Item cut")
     parser.add_argument("--distinct-pages", action="store_true", help="replay with one page at most once")
     parser.add_argument("--folds", type=int, default=5)
@@ -105,7 +117,7 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = ReplaySettings(stage1=not args.no_per_item_cut, distinct_pages=args.distinct_pages)
-    hand_set = [s for s in args.hand_set.split(",") if s.strip()]
+    hand_set = hand_set_signals(args.hand_set)
     configs = dict(load(spec) for spec in args.config)
     base_name = args.base or next(iter(configs))
     out: dict[str, Any] = {
@@ -134,7 +146,7 @@ def main() -> None:
         )
         print(line(label, out["hybrids"][label]), flush=True)
     out["model_sweep"] = {}
-    for fit, weighting in (("pointwise", "question"), ("pointwise", "candidate"), ("pairwise", "question")):
+    for fit, weighting in (*(("pointwise", w) for w in WEIGHTINGS), ("pairwise", DEFAULT_WEIGHTING)):
         for c in (0.01, 0.1, 1.0, 10.0):
             label = f"{fit} C={c}" if fit == "pairwise" else f"{fit} by {weighting} C={c}"
             fitted = learned_fit(c, fit, weighting=weighting, hand_set=hand_set)

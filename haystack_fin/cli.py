@@ -624,7 +624,7 @@ def cmd_train_ranker(args: argparse.Namespace) -> int:
     if not records:
         raise ValueError("nothing to fit on: give --questions with --filings DIR, or --from-dump FILE")
     info: dict[str, object] = {"sets": sorted({r.source_set for r in records})}
-    hand_set = [s for s in args.hand_set.split(",") if s.strip()]
+    hand_set = training.hand_set_signals(args.hand_set)
     if args.folds > 1:
         cv = training.cross_validate_dump(
             records, c=args.c, n_splits=args.folds, fit=args.fit, weighting=args.weighting, hand_set=hand_set

@@ -152,6 +152,11 @@ DEFAULT_HAND_SET: tuple[str, ...] = ("lexical",)
 SHIPPED_REPLAY = ReplaySettings(stage1=False, distinct_pages=True)
 
 
+def hand_set_signals(text: str) -> list[str]:
+    """The signals a comma-separated ``--hand-set`` value names ('' names none)."""
+    return [s for s in text.split(",") if s.strip()]
+
+
 def hand_set_ratios(signals: Sequence[str]) -> dict[str, float]:
     """Feature -> its hand-set weight's ratio to dense, for the named fallback signals (``HAND_SET_FEATURES``)."""
     unknown = [s for s in signals if s not in HAND_SET_FEATURES]
