@@ -31,6 +31,7 @@ from haystack_fin.core.retrieval.ranking_model import FEATURES, HAND_SET_FEATURE
 from haystack_fin.core.retrieval.ranking_replay import ReplayRecord, ReplaySettings, cross_validate, read_dump
 from haystack_fin.ranker_training import (
     DEFAULT_HAND_SET,
+    DEFAULT_TREE_WEIGHT,
     DEFAULT_WEIGHTING,
     WEIGHTINGS,
     fit_model,
@@ -51,11 +52,13 @@ def learned_fit(
     features: Sequence[str] = FEATURES,
     weighting: str = DEFAULT_WEIGHTING,
     hand_set: Sequence[str] = DEFAULT_HAND_SET,
+    trees: float = DEFAULT_TREE_WEIGHT,
 ) -> Fit:
-    """The model fitted on the training folds; the ``hand_set`` signals keep their hand-set ratio to dense."""
+    """The model fitted on the training folds; the ``hand_set`` signals keep their hand-set ratio to dense; ``trees``:
+    the boosted trees' weight in the blend."""
 
     def fitted(train: Sequence[ReplayRecord]) -> Callable[[ReplayRecord], np.ndarray]:
-        model = fit_model(train, c, fit=fit, features=features, weighting=weighting, hand_set=hand_set)
+        model = fit_model(train, c, fit=fit, features=features, weighting=weighting, hand_set=hand_set, trees=trees)
         return lambda r: model.score(r.features)
 
     return fitted
@@ -110,6 +113,9 @@ def main() -> None:
     parser.add_argument(
         "--hand-set", default=",".join(DEFAULT_HAND_SET), help="signals kept at their hand-set ratio to dense"
     )
+    parser.add_argument(
+        "--trees", type=float, default=DEFAULT_TREE_WEIGHT, help="boosted trees' weight in the score (0: logistic only)"
+    )
     parser.add_argument("--no-per-item-cut", action="store_true", help="replay without the ranker's per-Item cut")
     parser.add_argument("--distinct-pages", action="store_true", help="replay with one page at most once")
     parser.add_argument("--folds", type=int, default=5)
@@ -126,12 +132,13 @@ def main() -> None:
         "fit": args.fit,
         "weighting": args.weighting,
         "hand_set": hand_set,
+        "trees": args.trees,
         "folds": args.folds,
         "seeds": list(SEEDS),
         "settings": {"per_item_cut": settings.stage1, "distinct_pages": settings.distinct_pages},
         "configs": {},
     }
-    learned = learned_fit(args.c, args.fit, weighting=args.weighting, hand_set=hand_set)
+    learned = learned_fit(args.c, args.fit, weighting=args.weighting, hand_set=hand_set, trees=args.trees)
     for name, records in configs.items():
         out["configs"][name] = study(records, learned, settings, args.folds)
         print(line(f"config {name}", out["configs"][name]), flush=True)
@@ -142,19 +149,22 @@ def main() -> None:
         toggled = [s for s in hand_set if s != signal] if signal in hand_set else [*hand_set, signal]
         label = f"{'learned' if signal in hand_set else 'hand-set'} {signal}/dense ratio"
         out["hybrids"][label] = study(
-            records, learned_fit(args.c, args.fit, weighting=args.weighting, hand_set=toggled), settings, args.folds
+            records,
+            learned_fit(args.c, args.fit, weighting=args.weighting, hand_set=toggled, trees=args.trees),
+            settings,
+            args.folds,
         )
         print(line(label, out["hybrids"][label]), flush=True)
     out["model_sweep"] = {}
     for fit, weighting in (*(("pointwise", w) for w in WEIGHTINGS), ("pairwise", DEFAULT_WEIGHTING)):
         for c in (0.01, 0.1, 1.0, 10.0):
             label = f"{fit} C={c}" if fit == "pairwise" else f"{fit} by {weighting} C={c}"
-            fitted = learned_fit(c, fit, weighting=weighting, hand_set=hand_set)
+            fitted = learned_fit(c, fit, weighting=weighting, hand_set=hand_set, trees=args.trees)
             out["model_sweep"][label] = study(records, fitted, settings, args.folds)
             print(line(label, out["model_sweep"][label]), flush=True)
     no_stacking = tuple(f for f in FEATURES if f != "fallback_score")
     out["without_fallback_score"] = study(
-        records, learned_fit(args.c, args.fit, no_stacking, args.weighting, hand_set), settings, args.folds
+        records, learned_fit(args.c, args.fit, no_stacking, args.weighting, hand_set, args.trees), settings, args.folds
     )
     print(line("without fallback_score", out["without_fallback_score"]), flush=True)
     out["replay_switches"] = {}

@@ -55,6 +55,10 @@ def _non_negative_int(text: str) -> int:
     return _number(text, int, "an integer", lambda v: is_int(v, 0), "must be 0 or more")
 
 
+def _unit_weight(text: str) -> float:
+    return _number(text, float, "a weight", lambda v: 0 <= v <= 1, "must be between 0 and 1")
+
+
 def _timeout(text: str) -> float:
     return _number(
         text,
@@ -627,12 +631,20 @@ def cmd_train_ranker(args: argparse.Namespace) -> int:
     hand_set = training.hand_set_signals(args.hand_set)
     if args.folds > 1:
         cv = training.cross_validate_dump(
-            records, c=args.c, n_splits=args.folds, fit=args.fit, weighting=args.weighting, hand_set=hand_set
+            records,
+            c=args.c,
+            n_splits=args.folds,
+            fit=args.fit,
+            weighting=args.weighting,
+            hand_set=hand_set,
+            trees=args.trees,
         )
         for line in training.cv_table(cv):
             print(line)
         info["cv_page_hit@5"] = {name: round(m["page_hit@5"], 4) for name, m in cv["overall"].items()}
-    model = training.fit_model(records, c=args.c, info=info, fit=args.fit, weighting=args.weighting, hand_set=hand_set)
+    model = training.fit_model(
+        records, c=args.c, info=info, fit=args.fit, weighting=args.weighting, hand_set=hand_set, trees=args.trees
+    )
     model.save(args.out)
     print(f"wrote {args.out}: set the ranker's scoring_model to it (query.yaml, or `eval --fragment`)")
     return 0
@@ -885,6 +897,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SIGNALS",
         help="comma-separated fallback signals (lexical, table, statement, section, consolidated) whose weight keeps "
         "its hand-set ratio to dense (default lexical, as shipped; '' for none)",
+    )
+    p.add_argument(
+        "--trees",
+        type=_unit_weight,
+        default=0.25,
+        metavar="WEIGHT",
+        help="weight in [0, 1] of boosted trees blended into the score's log-odds (default 0.25, as shipped; 0: the "
+        "logistic model alone)",
     )
     p.add_argument(
         "--fragment",

@@ -3,8 +3,8 @@
 Two steps, so that trying a model costs seconds: ``dump_features`` runs the query pipeline once per question (single
 setting: the question's own filing) and records what the ranker was given (``core.retrieval.ranking_replay``:
 features, hand-set scores, groups, pages, windows); ``fit_model`` fits ``core.retrieval.ranking_model``'s logistic
-model on one or more dumps and ``cross_validate_dump`` reports page_hit@5 with whole companies held out, the learned
-model against the hand-set weights in the same folds.
+model and boosted trees on one or more dumps and ``cross_validate_dump`` reports page_hit@5 with whole companies
+held out, the learned model against the hand-set weights in the same folds.
 
 Questions are FinanceBench-format JSONL (``core.evaluation``); a record's ``company`` field groups the folds (the
 doc_name's first part when absent).
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,11 @@ from haystack_fin.core.retrieval.passage_scoring import FallbackWeights
 from haystack_fin.core.retrieval.ranking_model import (
     FEATURES,
     HAND_SET_FEATURES,
-    LinearRankingModel,
+    TREE_PARAMS,
+    RankingModel,
     fit_logistic,
     fit_pairwise,
+    fit_trees,
     tie_to_dense,
     untie,
 )
@@ -148,6 +151,8 @@ DEFAULT_C = 0.1
 # Signals whose weight keeps its hand-set ratio to dense (FallbackWeights): where that beat the learned weight in the
 # same folds (docs/ranking.md).
 DEFAULT_HAND_SET: tuple[str, ...] = ("lexical",)
+# The boosted trees' weight in the score's log-odds (0: the logistic model alone), chosen by the same folds.
+DEFAULT_TREE_WEIGHT = 0.25
 # The shipped query.yaml's steps after scoring: one cut across Items, one page at most once in the top k.
 SHIPPED_REPLAY = ReplaySettings(stage1=False, distinct_pages=True)
 
@@ -174,16 +179,21 @@ def fit_model(
     features: Sequence[str] = FEATURES,
     weighting: str = DEFAULT_WEIGHTING,
     hand_set: Sequence[str] = DEFAULT_HAND_SET,
-) -> LinearRankingModel:
+    trees: float = DEFAULT_TREE_WEIGHT,
+) -> RankingModel:
     """The ranking model fitted on every candidate of ``records``: ``fit`` "pairwise" (the order within each
     question) or "pointwise" (each candidate's label; ``weighting`` "question": every question weighs the same,
-    "candidate": every candidate does); the ``hand_set`` signals keep their hand-set ratio to dense."""
+    "candidate": every candidate does); the ``hand_set`` signals keep their hand-set ratio to dense; with ``trees``
+    > 0, boosted trees over every feature (same weighting) are blended in at that weight."""
     if fit not in FITS:
         raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    if not 0.0 <= trees <= 1.0:
+        raise ValueError(f"trees must be a weight in [0, 1], got {trees}")
     ratios = {f: r for f, r in hand_set_ratios(hand_set).items() if f in features}
     matrix, labels, questions = stack(records)
+    rows = matrix
     if ratios:
         matrix = tie_to_dense(matrix, ratios)
         features = [f for f in features if f not in ratios]
@@ -193,7 +203,12 @@ def fit_model(
     else:
         by_question = questions if weighting == "question" else None
         model = fit_logistic(matrix, labels, features, c=c, info={**details, **(info or {})}, question_ids=by_question)
-    return untie(model, ratios) if ratios else model
+    model = untie(model, ratios) if ratios else model
+    if not trees:
+        return model
+    ensemble = fit_trees(rows, labels, questions if weighting == "question" else None)
+    tree_info = {"tree_weight": trees, "tree_params": dict(TREE_PARAMS), "trees": len(ensemble.trees)}
+    return replace(model, trees=ensemble, tree_weight=trees, info={**model.info, **tree_info})
 
 
 def cross_validate_dump(
@@ -204,11 +219,12 @@ def cross_validate_dump(
     fit: str = DEFAULT_FIT,
     weighting: str = DEFAULT_WEIGHTING,
     hand_set: Sequence[str] = DEFAULT_HAND_SET,
+    trees: float = DEFAULT_TREE_WEIGHT,
 ) -> dict[str, Any]:
     """Company-grouped folds: the model fitted on the other companies against the hand-set weights, same folds."""
 
     def fitted(train: Sequence[ReplayRecord]) -> Any:
-        model = fit_model(train, c, fit=fit, weighting=weighting, hand_set=hand_set)
+        model = fit_model(train, c, fit=fit, weighting=weighting, hand_set=hand_set, trees=trees)
         return lambda record: model.score(record.features)
 
     return cross_validate(

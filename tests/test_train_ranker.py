@@ -5,10 +5,11 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from haystack_fin.cli import main
-from haystack_fin.core.retrieval.ranking_model import LinearRankingModel
+from haystack_fin.core.retrieval.ranking_model import RankingModel
 from haystack_fin.core.retrieval.ranking_replay import read_dump
 from haystack_fin.query_runner import QueryRunner
 from haystack_fin.ranker_training import dump_features, hand_set_ratios
@@ -57,10 +58,17 @@ def test_train_ranker_dumps_fits_and_the_pipeline_runs_the_model(tmp_path, capsy
     printed = capsys.readouterr().out
     assert "page_hit@5 learned" in printed and "best buy" in printed and "netflix" in printed
     assert len(read_dump(dump)) == 4
-    model = LinearRankingModel.load(model_path)
+    model = RankingModel.load(model_path)
     assert model.info["questions"] == 4 and "cv_page_hit@5" in model.info
     assert model.info["weighting"] == "question"  # every question weighs the same unless --weighting candidate
     assert set(model.info["hand_set_ratios_to_dense"]) == {"lexical"}  # BM25 at its hand-set ratio to dense
+    assert model.trees is not None and model.tree_weight == model.info["tree_weight"] == 0.25  # trees blended in
+    linear_path = tmp_path / "linear.json"
+    linear_argv = ["train-ranker", "--from-dump", str(dump), "--out", str(linear_path), "--folds", "0"]
+    assert main([*linear_argv, "--trees", "0"]) == 0
+    linear = RankingModel.load(linear_path)
+    # the same logistic part (the dump rounds features to 6 decimals)
+    assert linear.trees is None and np.allclose(linear.coefficients, model.coefficients, atol=1e-4)
 
     fragment = tmp_path / "ranker.yaml"
     fragment.write_text(f"components:\n  ranker:\n    init_parameters:\n      scoring_model: {model_path}\n")

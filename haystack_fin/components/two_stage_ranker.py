@@ -24,8 +24,8 @@ from haystack_fin.core.retrieval.passage_scoring import (
 from haystack_fin.core.retrieval.question_analysis import analysis_or_own
 from haystack_fin.core.retrieval.ranking_model import (
     CandidateFacts,
-    LinearRankingModel,
     QuestionFlags,
+    RankingModel,
     feature_matrix,
 )
 from haystack_fin.core.retrieval.sections import question_sections
@@ -133,7 +133,8 @@ class TwoStageRanker:
     candidates' company names and tickers (meta ``company``, ``ticker``) are left out of the question's terms:
     they choose the filing, not the passage. With ``scoring_model`` (the shipped YAML names the model fitted across
     companies, ``haystack_fin/data/ranker_weights.json``), a logistic model over those signals and the candidates'
-    source, Item, modality, place in the filing and graph match replaces the hand-set fusion
+    source, Item, modality, place in the filing and graph match, blended with boosted trees over the same features,
+    replaces the hand-set fusion
     (``haystack_fin.core.retrieval.ranking_model``; ``haystack-fin train-ranker`` refits it). The question is read
     once: from ``analysis`` (a ``QueryAnalyzer``'s), else analysed here with the built-in lexicon.
 
@@ -193,7 +194,8 @@ class TwoStageRanker:
         :param fallback_weights: weights of the fallback scorer's signals, any of ``dense``, ``lexical``, ``table``,
             ``statement`` (defaults in ``haystack_fin.core.retrieval.passage_scoring.FallbackWeights``).
         :param scoring_model: a ranking model JSON (``haystack_fin.core.retrieval.ranking_model``: a logistic model
-            over the fallback's signals and the candidates' source, Item, modality and position; ``haystack-fin
+            over the fallback's signals and the candidates' source, Item, modality and position, optionally blended
+            with boosted trees; ``haystack-fin
             train-ranker`` fits one), as a path or the name of a file shipped in ``haystack_fin/data``. It replaces
             the hand-set fusion of ``fallback_weights`` (whose zero weights still switch a signal off). None: the
             hand-set fusion. Ignored with a cross-encoder ``model``.
@@ -219,14 +221,14 @@ class TwoStageRanker:
         self.per_item_cut = per_item_cut
         self._weights = FallbackWeights.from_dict(fallback_weights)  # validates eagerly, no I/O
         self._cross_encoder: SentenceTransformersSimilarityRanker | None = None
-        self._ranking_model: LinearRankingModel | None = None
+        self._ranking_model: RankingModel | None = None
 
     def warm_up(self) -> None:
         """Load the ranking model (fallback scorer with ``scoring_model``) or the cross-encoder (``model`` set);
         idempotent (Pipeline calls it on every run)."""
         if self.model is None:
             if self.scoring_model is not None and self._ranking_model is None:
-                self._ranking_model = LinearRankingModel.load(self.scoring_model)
+                self._ranking_model = RankingModel.load(self.scoring_model)
             return
         if self._cross_encoder is not None:
             return

@@ -9,11 +9,14 @@ import pytest
 from haystack_fin.core.retrieval.passage_scoring import PassageScore
 from haystack_fin.core.retrieval.ranking_model import (
     FEATURES,
+    TREES_MODEL_VERSION,
     CandidateFacts,
-    LinearRankingModel,
     QuestionFlags,
+    RankingModel,
+    TreeEnsemble,
     feature_matrix,
     fit_logistic,
+    fit_trees,
     item_role,
     question_weights,
     resolve_model_path,
@@ -66,21 +69,21 @@ def test_features_of_signals_sources_items_and_ranks() -> None:
 
 
 def test_model_json_round_trip_and_refusals(tmp_path) -> None:
-    model = LinearRankingModel(("dense", "lexical"), np.array([2.0, -1.0]), 0.5, np.array([0.5, 0.5]), np.array([1, 2]))
+    model = RankingModel(("dense", "lexical"), np.array([2.0, -1.0]), 0.5, np.array([0.5, 0.5]), np.array([1, 2]))
     x = np.zeros((1, len(FEATURES)))
     x[0, col("dense")], x[0, col("lexical")] = 1.0, 0.5
     assert model.logits(x)[0] == pytest.approx(0.5 + 2.0 * 0.5 - 1.0 * 0.0)
     path = tmp_path / "m.json"
     model.save(path)
-    again = LinearRankingModel.load(path)
+    again = RankingModel.load(path)
     assert np.allclose(again.score(x), model.score(x)) and again.features == ("dense", "lexical")
     with pytest.raises(ValueError, match="unknown feature"):
-        LinearRankingModel(("bm42",), np.array([1.0]))
+        RankingModel(("bm42",), np.array([1.0]))
     with pytest.raises(ValueError, match="2 coefficients for 1 features"):
-        LinearRankingModel(("dense",), np.array([1.0, 2.0]))
+        RankingModel(("dense",), np.array([1.0, 2.0]))
     path.write_text(json.dumps({"version": 99, "kind": "logistic"}))
     with pytest.raises(ValueError, match=f"ranking model {path}"):
-        LinearRankingModel.load(path)
+        RankingModel.load(path)
     with pytest.raises(FileNotFoundError, match=r"nope\.json"):
         resolve_model_path(tmp_path / "nope.json")
 
@@ -140,13 +143,82 @@ def test_a_tied_feature_keeps_its_ratio_to_dense_and_the_untied_model_scores_the
     coef = dict(zip(model.features, model.coefficients / model.scale, strict=True))  # per raw unit
     assert coef["lexical"] == pytest.approx(ratios["lexical"] * coef["dense"])
     assert model.info["hand_set_ratios_to_dense"] == {"lexical": round(ratios["lexical"], 6)}
-    again = LinearRankingModel.from_dict(json.loads(json.dumps(model.to_dict())))
+    again = RankingModel.from_dict(json.loads(json.dumps(model.to_dict())))
     assert np.allclose(again.logits(x), model.logits(x), atol=1e-4)
     with pytest.raises(ValueError, match="without the tied features"):
         untie(model, ratios)
 
 
+def _synthetic(n: int = 600) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows where the evidence needs two features at once (an interaction a linear model cannot weigh)."""
+    rng = np.random.default_rng(1)
+    x = rng.random((n, len(FEATURES)))
+    y = ((x[:, col("statement_prior")] > 0.5) & (x[:, col("cause_mdna")] > 0.5)).astype(int)
+    return x, y, np.arange(n) // 20
+
+
+def test_exported_trees_score_as_scikit_learn_does() -> None:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    x, y, _ = _synthetic()
+    fitted = HistGradientBoostingClassifier(max_depth=3, max_iter=20, random_state=0).fit(x, y)
+    trees = TreeEnsemble.from_sklearn(fitted, FEATURES)
+    with_gaps = x.copy()
+    with_gaps[::5, col("statement_prior")] = np.nan  # a missing value goes where the fit sent missing values
+    for rows in (x, with_gaps):
+        assert np.allclose(trees.logits(rows), fitted.decision_function(rows))
+    again = TreeEnsemble.from_dict(json.loads(json.dumps(trees.to_dict())))
+    assert np.allclose(again.logits(x), trees.logits(x))
+    with pytest.raises(ValueError, match="not a fitted HistGradientBoostingClassifier"):
+        TreeEnsemble.from_sklearn(HistGradientBoostingClassifier(), FEATURES)
+
+
+def test_tree_refusals() -> None:
+    leaf = {"feature": [-1], "threshold": [0.0], "left": [0], "right": [0], "value": [0.5], "missing_left": [0]}
+    assert TreeEnsemble(("dense",), 0.1, [leaf]).logits(np.zeros((2, len(FEATURES)))) == pytest.approx([0.6, 0.6])
+    split = {"feature": [0, -1, -1], "threshold": [0.5, 0, 0], "left": [1, 0, 0], "right": [2, 0, 0]}
+    looped = {**split, "left": [0, 0, 0], "value": [0, 1, 2], "missing_left": [0, 0, 0]}
+    with pytest.raises(ValueError, match="left child out of range"):  # a cycle would never reach a leaf
+        TreeEnsemble(("dense",), 0.0, [looped])
+    with pytest.raises(ValueError, match="a feature the model does not name"):
+        TreeEnsemble(("dense",), 0.0, [{**split, "feature": [3, -1, -1], "value": [0, 1, 2], "missing_left": [0] * 3}])
+    with pytest.raises(ValueError, match=r"lacks \['value', 'missing_left'\]"):
+        TreeEnsemble(("dense",), 0.0, [split])
+    with pytest.raises(ValueError, match="unknown feature"):
+        TreeEnsemble(("bm42",), 0.0, [leaf])
+
+
+def test_trees_blend_into_the_log_odds_and_round_trip(tmp_path) -> None:
+    x, y, questions = _synthetic()
+    linear = fit_logistic(x, y, c=0.1, question_ids=questions)
+    trees = fit_trees(x, y, questions)
+    blended = RankingModel(
+        linear.features, linear.coefficients, linear.intercept, linear.mean, linear.scale, trees=trees, tree_weight=0.25
+    )
+    assert np.allclose(blended.logits(x), 0.75 * linear.logits(x) + 0.25 * trees.logits(x))
+    evidence = y == 1
+
+    # the trees catch the interaction: they separate the evidence better than the linear model alone
+    def gap(scores: np.ndarray) -> float:
+        return float(scores[evidence].mean() - scores[~evidence].mean())
+
+    assert gap(trees.logits(x)) > gap(linear.logits(x))
+    path = tmp_path / "blend.json"
+    blended.save(path)
+    data = json.loads(path.read_text())
+    assert data["version"] == TREES_MODEL_VERSION and data["tree_weight"] == 0.25
+    assert np.allclose(RankingModel.load(path).score(x), blended.score(x))
+    path.write_text(json.dumps({**data, "version": 1}))  # trees in a file that says it has none
+    with pytest.raises(ValueError, match="trees exactly when its version is 2"):
+        RankingModel.load(path)
+    with pytest.raises(ValueError, match=r"tree_weight must be in \(0, 1\]"):
+        RankingModel(("dense",), np.array([1.0]), trees=trees, tree_weight=1.5)
+    with pytest.raises(ValueError, match="without trees"):
+        RankingModel(("dense",), np.array([1.0]), tree_weight=0.5)
+
+
 def test_the_shipped_model_loads() -> None:
-    model = LinearRankingModel.load("ranker_weights.json")
+    model = RankingModel.load("ranker_weights.json")
     assert set(model.features) <= set(FEATURES) and model.info.get("cv")
+    assert model.trees is not None and model.tree_weight == model.info["tree_weight"]
     assert resolve_model_path("ranker_weights.json").parent.name == "data"

@@ -9,13 +9,19 @@ statements), its modality, its place in the filing, the graph's entity match, it
 
 A candidate's features are computed from plain values (``CandidateFacts``, the fallback's ``PassageScore`` and the
 question's flags), so the same function serves the ranker at query time and ``train-ranker`` when it dumps
-features; the model is a small JSON (``LinearRankingModel.to_dict``): feature names, standardization, coefficients.
+features; the model is a small JSON (``RankingModel.to_dict``): feature names, standardization, coefficients.
 The score is ``sigmoid(intercept + coef . (x - mean) / scale)``: a probability that the candidate's page is
 evidence, comparable across the Items and filings of one question, so the two-stage cut works as before.
 
 Training labels are per candidate: 1 when one of its pages is a gold page of the question. Fitting is pointwise
 (class-balanced logistic regression); a ranking only needs the order within a question, which a pointwise fit
 gives when the features are relative to the candidate set (most are: divided by the best candidate's value).
+
+A linear model cannot weigh interactions (a heading match on the cover page is worth less than one in a note; a
+cause question's best MD&A paragraph ranks behind the statement table it explains). ``fit_trees`` fits boosted
+regression trees (scikit-learn's ``HistGradientBoostingClassifier``) on the same rows and weights; ``TreeEnsemble``
+holds them as plain arrays in the model JSON and scores a question's candidates with numpy, and the model's
+log-odds is a weighted mean of the logistic model's and the trees'.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ import numpy as np
 from haystack_fin.core.retrieval.passage_scoring import PassageScore
 
 MODEL_VERSION = 1
+# A model with a boosted-trees part: a haystack-fin that cannot evaluate trees refuses it instead of ignoring them.
+TREES_MODEL_VERSION = 2
 
 # Candidate sources (``candidates.candidate_source``).
 SOURCES: tuple[str, ...] = ("tree", "flat", "statement", "section", "routed", "heading", "intent_item", "graph")
@@ -202,13 +210,141 @@ def feature_matrix(
     return matrix
 
 
+def _known_columns(features: Sequence[str]) -> np.ndarray:
+    unknown = [f for f in features if f not in FEATURES]
+    if unknown:
+        raise ValueError(f"ranking model names unknown feature(s) {unknown}; known: {list(FEATURES)}")
+    return np.array([FEATURES.index(f) for f in features], dtype=np.int64)
+
+
+_TREE_FIELDS = ("feature", "threshold", "left", "right", "value", "missing_left")
+
+
+def _flatten(trees: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Every tree's node arrays end to end, children as indices into them, and each tree's root."""
+    if not trees:
+        return {k: np.zeros(0) for k in (*_TREE_FIELDS, "root")}
+    offsets = np.concatenate([[0], np.cumsum([len(t["feature"]) for t in trees])[:-1]]).astype(np.int64)
+    flat = {k: np.concatenate([t[k] for t in trees]) for k in _TREE_FIELDS}
+    for side in ("left", "right"):
+        flat[side] = np.concatenate([t[side] + o for t, o in zip(trees, offsets, strict=True)])
+    flat["root"] = offsets
+    return flat
+
+
 @dataclass
-class LinearRankingModel:
-    """A fitted logistic scorer over named features (``FEATURES`` or a subset); JSON in and out.
+class TreeEnsemble:
+    """Gradient-boosted regression trees whose leaf values sum to a log-odds (scikit-learn's
+    ``HistGradientBoostingClassifier``, exported by ``from_sklearn``), evaluated with numpy; JSON in and out.
+
+    Each tree is arrays over its nodes: ``feature`` (an index into ``features``, -1 at a leaf), ``threshold`` (a row
+    goes left when its value is at most the threshold; a missing value goes where ``missing_left`` says), ``left``
+    and ``right`` (child nodes), ``value`` (the leaf's contribution). Node 0 is the root.
+    """
+
+    features: tuple[str, ...]
+    baseline: float
+    trees: list[dict[str, np.ndarray]]
+
+    def __post_init__(self) -> None:
+        self._columns = _known_columns(self.features)
+        checked: list[dict[str, np.ndarray]] = []
+        for t, tree in enumerate(self.trees):
+            missing = [k for k in _TREE_FIELDS if k not in tree]
+            if missing:
+                raise ValueError(f"tree {t} lacks {missing}")
+            arrays = {
+                k: np.asarray(tree[k], dtype=np.float64 if k in ("threshold", "value") else np.int64)
+                for k in _TREE_FIELDS
+            }
+            n = len(arrays["feature"])
+            if n == 0 or any(len(a) != n for a in arrays.values()):
+                raise ValueError(f"tree {t}: node arrays of different lengths or empty")
+            inner = arrays["feature"] >= 0
+            if np.any(arrays["feature"] >= len(self.features)):
+                raise ValueError(f"tree {t}: a node splits on a feature the model does not name")
+            for side in ("left", "right"):
+                child = arrays[side][inner]
+                if np.any(child <= np.flatnonzero(inner)) or np.any(child >= n):
+                    raise ValueError(f"tree {t}: a {side} child out of range (children follow their parent)")
+            checked.append(arrays)
+        self.trees = checked
+        self._flat = _flatten(checked)
+
+    def logits(self, matrix: np.ndarray) -> np.ndarray:
+        """``baseline`` plus every tree's leaf value, for each row of a ``FEATURES`` matrix (all trees step together,
+        one level at a time: a question's candidates are scored in a few array operations)."""
+        x = np.asarray(matrix, dtype=np.float64)[:, self._columns]
+        if not self.trees:
+            return np.full(len(x), self.baseline, dtype=np.float64)
+        flat = self._flat
+        node = np.broadcast_to(flat["root"], (len(x), len(flat["root"]))).copy()
+        rows = np.arange(len(x))[:, None]
+        while True:
+            feature = flat["feature"][node]
+            inner = feature >= 0
+            if not inner.any():
+                break
+            values = x[rows, np.maximum(feature, 0)]
+            go_left = np.where(np.isnan(values), flat["missing_left"][node] == 1, values <= flat["threshold"][node])
+            node = np.where(inner, np.where(go_left, flat["left"][node], flat["right"][node]), node)
+        return np.asarray(self.baseline + flat["value"][node].sum(axis=1), dtype=np.float64)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "features": list(self.features),
+            "baseline": float(self.baseline),
+            "trees": [
+                {k: [float(v) if k in ("threshold", "value") else int(v) for v in tree[k]] for k in _TREE_FIELDS}
+                for tree in self.trees
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TreeEnsemble:
+        try:
+            return cls(
+                features=tuple(str(f) for f in data["features"]),
+                baseline=float(data["baseline"]),
+                trees=[dict(tree) for tree in data["trees"]],
+            )
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"malformed trees: {type(err).__name__}: {err}") from None
+
+    @classmethod
+    def from_sklearn(cls, model: Any, features: Sequence[str]) -> TreeEnsemble:
+        """The trees of a fitted binary ``HistGradientBoostingClassifier`` whose columns are ``features``."""
+        try:
+            predictors = model._predictors
+            baseline = float(np.ravel(model._baseline_prediction)[0])
+        except AttributeError as err:
+            raise ValueError(f"not a fitted HistGradientBoostingClassifier: {err}") from None
+        trees = []
+        for (predictor,) in predictors:
+            nodes = predictor.nodes
+            leaf = nodes["is_leaf"].astype(bool)
+            trees.append(
+                {
+                    "feature": np.where(leaf, -1, nodes["feature_idx"]),
+                    "threshold": np.where(leaf, 0.0, nodes["num_threshold"]),
+                    "left": np.where(leaf, 0, nodes["left"]),
+                    "right": np.where(leaf, 0, nodes["right"]),
+                    "value": np.where(leaf, nodes["value"], 0.0),
+                    "missing_left": nodes["missing_go_to_left"].astype(np.int64),
+                }
+            )
+        return cls(features=tuple(features), baseline=baseline, trees=trees)
+
+
+@dataclass
+class RankingModel:
+    """A fitted scorer over named features (``FEATURES`` or a subset): a logistic model, optionally blended with
+    boosted trees (``trees``: the score's log-odds is ``(1 - tree_weight) * linear + tree_weight * trees``, so the
+    trees add the interactions a linear model cannot weigh); JSON in and out.
 
     Usage example:
     ```python
-    model = LinearRankingModel.load("ranker_weights.json")   # a path, or a file shipped in haystack_fin/data
+    model = RankingModel.load("ranker_weights.json")   # a path, or a file shipped in haystack_fin/data
     probabilities = model.score(feature_matrix(scores, facts, cosines, QuestionFlags.of(question, True)))
     ```
     """
@@ -219,11 +355,15 @@ class LinearRankingModel:
     mean: np.ndarray | None = None
     scale: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    trees: TreeEnsemble | None = None
+    tree_weight: float = 0.0
 
     def __post_init__(self) -> None:
-        unknown = [f for f in self.features if f not in FEATURES]
-        if unknown:
-            raise ValueError(f"ranking model names unknown feature(s) {unknown}; known: {list(FEATURES)}")
+        columns = _known_columns(self.features)
+        if self.trees is None and self.tree_weight != 0.0:
+            raise ValueError(f"tree_weight {self.tree_weight} without trees")
+        if self.trees is not None and not 0.0 < self.tree_weight <= 1.0:
+            raise ValueError(f"tree_weight must be in (0, 1] with trees, got {self.tree_weight}")
         n = len(self.features)
         self.coefficients = np.asarray(self.coefficients, dtype=np.float64)
         if self.coefficients.shape != (n,):
@@ -237,16 +377,19 @@ class LinearRankingModel:
                 setattr(self, name, array)
         if self.scale is not None and np.any(self.scale <= 0):
             raise ValueError("ranking model scale values must be positive")
-        self._columns = np.array([FEATURES.index(f) for f in self.features], dtype=np.int64)
+        self._columns = columns
 
     def logits(self, matrix: np.ndarray) -> np.ndarray:
-        """``intercept + coef . standardized(x)`` for each row of a ``FEATURES`` matrix."""
+        """``intercept + coef . standardized(x)`` for each row of a ``FEATURES`` matrix, blended with the trees'."""
         x = np.asarray(matrix, dtype=np.float64)[:, self._columns]
         if self.mean is not None:
             x = x - self.mean
         if self.scale is not None:
             x = x / self.scale
-        return np.asarray(x @ self.coefficients + self.intercept, dtype=np.float64)
+        linear = np.asarray(x @ self.coefficients + self.intercept, dtype=np.float64)
+        if self.trees is None:
+            return linear
+        return (1.0 - self.tree_weight) * linear + self.tree_weight * self.trees.logits(matrix)
 
     def score(self, matrix: np.ndarray) -> np.ndarray:
         """Probability-like scores in (0, 1), one per row."""
@@ -254,7 +397,7 @@ class LinearRankingModel:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "version": MODEL_VERSION,
+            "version": MODEL_VERSION if self.trees is None else TREES_MODEL_VERSION,
             "kind": "logistic",
             "features": list(self.features),
             "coefficients": [round(float(c), 6) for c in self.coefficients],
@@ -266,15 +409,21 @@ class LinearRankingModel:
             out["scale"] = [round(float(v), 6) for v in self.scale]
         if self.info:
             out["info"] = self.info
+        if self.trees is not None:
+            out["tree_weight"] = self.tree_weight
+            out["trees"] = self.trees.to_dict()
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LinearRankingModel:
-        if not isinstance(data, Mapping) or data.get("version") != MODEL_VERSION or data.get("kind") != "logistic":
+    def from_dict(cls, data: Mapping[str, Any]) -> RankingModel:
+        versions = (MODEL_VERSION, TREES_MODEL_VERSION)
+        if not isinstance(data, Mapping) or data.get("version") not in versions or data.get("kind") != "logistic":
             raise ValueError(
-                f"not a haystack-fin ranking model of version {MODEL_VERSION} (kind 'logistic'): "
+                f"not a haystack-fin ranking model of version {' or '.join(map(str, versions))} (kind 'logistic'): "
                 f"version {data.get('version') if isinstance(data, Mapping) else None!r}"
             )
+        if (data.get("trees") is not None) != (data.get("version") == TREES_MODEL_VERSION):
+            raise ValueError(f"a ranking model has trees exactly when its version is {TREES_MODEL_VERSION}")
         try:
             return cls(
                 features=tuple(str(f) for f in data["features"]),
@@ -283,12 +432,14 @@ class LinearRankingModel:
                 mean=np.asarray(data["mean"], dtype=np.float64) if data.get("mean") is not None else None,
                 scale=np.asarray(data["scale"], dtype=np.float64) if data.get("scale") is not None else None,
                 info=dict(data.get("info") or {}),
+                trees=TreeEnsemble.from_dict(data["trees"]) if data.get("trees") is not None else None,
+                tree_weight=float(data.get("tree_weight", 0.0)),
             )
         except (KeyError, TypeError) as err:
             raise ValueError(f"malformed ranking model: {type(err).__name__}: {err}") from None
 
     @classmethod
-    def load(cls, path: str | Path) -> LinearRankingModel:
+    def load(cls, path: str | Path) -> RankingModel:
         """A model from a JSON file: ``path`` as given, else the file of that name shipped in haystack_fin/data."""
         resolved = resolve_model_path(path)
         try:
@@ -337,7 +488,7 @@ def tie_to_dense(matrix: np.ndarray, ratios: Mapping[str, float]) -> np.ndarray:
     return out
 
 
-def untie(model: LinearRankingModel, ratios: Mapping[str, float]) -> LinearRankingModel:
+def untie(model: RankingModel, ratios: Mapping[str, float]) -> RankingModel:
     """The same scores as ``model`` (fitted on ``tie_to_dense`` rows, without the tied features) over the untouched
     ``FEATURES`` matrix: each tied feature gets dense's coefficient times its ratio, dense's scale and no centering."""
     if "dense" not in model.features or any(f in model.features for f in ratios):
@@ -346,7 +497,7 @@ def untie(model: LinearRankingModel, ratios: Mapping[str, float]) -> LinearRanki
     n = len(ratios)
     mean = model.mean if model.mean is not None else np.zeros(len(model.features))
     scale = model.scale if model.scale is not None else np.ones(len(model.features))
-    return LinearRankingModel(
+    return RankingModel(
         features=(*model.features, *ratios),
         coefficients=np.concatenate([model.coefficients, [model.coefficients[d] * r for r in ratios.values()]]),
         intercept=model.intercept,
@@ -384,7 +535,7 @@ def fit_logistic(
     c: float = 1.0,
     info: Mapping[str, Any] | None = None,
     question_ids: Sequence[int] | np.ndarray | None = None,
-) -> LinearRankingModel:
+) -> RankingModel:
     """Fit an L2-regularized logistic model on the rows of a ``FEATURES`` matrix (columns of ``features`` used;
     constant columns get coefficient 0), relevant and other candidates balanced; with ``question_ids`` (one per
     row) every question weighs the same (``question_weights``), else every candidate does."""
@@ -407,7 +558,7 @@ def fit_logistic(
         model = LogisticRegression(C=c, max_iter=3000)
         model.fit((x - mean) / scale, y, sample_weight=question_weights(y, question_ids))
     weighting = "candidate" if question_ids is None else "question"
-    return LinearRankingModel(
+    return RankingModel(
         features=tuple(features),
         coefficients=np.asarray(model.coef_[0], dtype=np.float64),
         intercept=float(model.intercept_[0]),
@@ -415,6 +566,40 @@ def fit_logistic(
         scale=scale,
         info={"fit": "pointwise", "weighting": weighting, **(info or {})},
     )
+
+
+# The trees' settings, chosen with the blend weight by company-grouped folds (docs/ranking.md): shallow trees, many
+# candidates a leaf, so that a leaf holds many questions.
+TREE_PARAMS: Mapping[str, Any] = {
+    "max_depth": 4,
+    "max_iter": 150,
+    "learning_rate": 0.05,
+    "l2_regularization": 1.0,
+    "min_samples_leaf": 50,
+}
+
+
+def fit_trees(
+    matrix: np.ndarray,
+    labels: np.ndarray,
+    question_ids: Sequence[int] | np.ndarray | None = None,
+    params: Mapping[str, Any] = TREE_PARAMS,
+) -> TreeEnsemble:
+    """Boosted trees on the rows of a ``FEATURES`` matrix (every column), each question weighing the same
+    (``question_weights``) with ``question_ids``, else relevant and other candidates balanced."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    x = np.asarray(matrix, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.int64)
+    if len(set(y.tolist())) < 2:
+        raise ValueError("the labelled candidates need both relevant and irrelevant ones to fit a ranking model")
+    if question_ids is None:
+        model = HistGradientBoostingClassifier(**params, class_weight="balanced", random_state=0)
+        model.fit(x, y)
+    else:
+        model = HistGradientBoostingClassifier(**params, random_state=0)
+        model.fit(x, y, sample_weight=question_weights(y, question_ids))
+    return TreeEnsemble.from_sklearn(model, FEATURES)
 
 
 def fit_pairwise(
@@ -425,7 +610,7 @@ def fit_pairwise(
     c: float = 1.0,
     max_pairs: int = 400,
     info: Mapping[str, Any] | None = None,
-) -> LinearRankingModel:
+) -> RankingModel:
     """Fit the coefficients on within-question pairs (RankSVM's reduction with a logistic loss): for each question,
     each (evidence, other) candidate pair's feature difference, both ways round, at most ``max_pairs`` pairs a
     question (a fixed-seed sample), each question weighing the same. Only the order inside a question is learned,
@@ -460,7 +645,7 @@ def fit_pairwise(
     targets = np.concatenate([np.full(len(d), float(i % 2 == 0)) for i, d in enumerate(diffs)])
     model = LogisticRegression(C=c, fit_intercept=False, max_iter=2000)
     model.fit(features_diff, targets, sample_weight=np.concatenate(weights))
-    return LinearRankingModel(
+    return RankingModel(
         features=tuple(features),
         coefficients=np.asarray(model.coef_[0], dtype=np.float64),
         intercept=0.0,
