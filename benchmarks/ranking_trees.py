@@ -1,4 +1,4 @@
-"""Would gradient-boosted trees over the same features rank better than the shipped logistic model?
+"""How much of gradient-boosted trees over the same features to blend into the ranker's logistic score.
 
 The shipped score is linear in the ranker's features (``ranking_model``); trees can learn interactions the linear
 model cannot (a heading match on the cover page, a cause question's MD&A prose at rank 12). This script fits

@@ -9,9 +9,10 @@ statements), its modality, its place in the filing, the graph's entity match, it
 
 A candidate's features are computed from plain values (``CandidateFacts``, the fallback's ``PassageScore`` and the
 question's flags), so the same function serves the ranker at query time and ``train-ranker`` when it dumps
-features; the model is a small JSON (``RankingModel.to_dict``): feature names, standardization, coefficients.
-The score is ``sigmoid(intercept + coef . (x - mean) / scale)``: a probability that the candidate's page is
-evidence, comparable across the Items and filings of one question, so the two-stage cut works as before.
+features; the model is a JSON (``RankingModel.to_dict``): feature names, standardization, coefficients and, when
+blended, the trees below. The score is ``sigmoid(intercept + coef . (x - mean) / scale)``, or the sigmoid of that
+log-odds blended with the trees': a probability that the candidate's page is evidence, comparable across the Items
+and filings of one question, so the two-stage cut works as before.
 
 Training labels are per candidate: 1 when one of its pages is a gold page of the question. Fitting is pointwise
 (class-balanced logistic regression); a ranking only needs the order within a question, which a pointwise fit
