@@ -198,15 +198,15 @@ def fit_model(
         matrix = tie_to_dense(matrix, ratios)
         features = [f for f in features if f not in ratios]
     details = {"questions": len(records), "candidates": len(labels), "relevant": int(labels.sum()), "c": c}
+    by_question = questions if weighting == "question" else None
     if fit == "pairwise":
         model = fit_pairwise(matrix, labels, questions, features, c=c, info={**details, **(info or {})})
     else:
-        by_question = questions if weighting == "question" else None
         model = fit_logistic(matrix, labels, features, c=c, info={**details, **(info or {})}, question_ids=by_question)
     model = untie(model, ratios) if ratios else model
     if not trees:
         return model
-    ensemble = fit_trees(rows, labels, questions if weighting == "question" else None)
+    ensemble = fit_trees(rows, labels, by_question)
     tree_info = {"tree_weight": trees, "tree_params": dict(TREE_PARAMS), "trees": len(ensemble.trees)}
     return replace(model, trees=ensemble, tree_weight=trees, info={**model.info, **tree_info})
 

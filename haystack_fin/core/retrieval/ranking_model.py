@@ -219,6 +219,7 @@ def _known_columns(features: Sequence[str]) -> np.ndarray:
 
 
 _TREE_FIELDS = ("feature", "threshold", "left", "right", "value", "missing_left")
+_TREE_FLOAT_FIELDS = ("threshold", "value")  # the others are node or feature indices and flags
 
 
 def _flatten(trees: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -255,8 +256,7 @@ class TreeEnsemble:
             if missing:
                 raise ValueError(f"tree {t} lacks {missing}")
             arrays = {
-                k: np.asarray(tree[k], dtype=np.float64 if k in ("threshold", "value") else np.int64)
-                for k in _TREE_FIELDS
+                k: np.asarray(tree[k], dtype=np.float64 if k in _TREE_FLOAT_FIELDS else np.int64) for k in _TREE_FIELDS
             }
             n = len(arrays["feature"])
             if n == 0 or any(len(a) != n for a in arrays.values()):
@@ -296,7 +296,7 @@ class TreeEnsemble:
             "features": list(self.features),
             "baseline": float(self.baseline),
             "trees": [
-                {k: [float(v) if k in ("threshold", "value") else int(v) for v in tree[k]] for k in _TREE_FIELDS}
+                {k: [float(v) if k in _TREE_FLOAT_FIELDS else int(v) for v in tree[k]] for k in _TREE_FIELDS}
                 for tree in self.trees
             ],
         }
@@ -529,6 +529,17 @@ def question_weights(labels: np.ndarray, question_ids: Sequence[int] | np.ndarra
     return weights
 
 
+def _fit_labels(labels: np.ndarray, question_ids: Sequence[int] | np.ndarray | None) -> np.ndarray:
+    """The labels as integers, refused when a pointwise fit cannot use them (one class only, or question ids that do
+    not align with them)."""
+    y = np.asarray(labels, dtype=np.int64)
+    if len(set(y.tolist())) < 2:
+        raise ValueError("the labelled candidates need both relevant and irrelevant ones to fit a ranking model")
+    if question_ids is not None and len(question_ids) != len(y):
+        raise ValueError(f"{len(question_ids)} question ids for {len(y)} candidates")
+    return y
+
+
 def fit_logistic(
     matrix: np.ndarray,
     labels: np.ndarray,
@@ -544,11 +555,7 @@ def fit_logistic(
 
     columns = [FEATURES.index(f) for f in features]
     x = np.asarray(matrix, dtype=np.float64)[:, columns]
-    y = np.asarray(labels, dtype=np.int64)
-    if len(set(y.tolist())) < 2:
-        raise ValueError("the labelled candidates need both relevant and irrelevant ones to fit a ranking model")
-    if question_ids is not None and len(question_ids) != len(y):
-        raise ValueError(f"{len(question_ids)} question ids for {len(y)} candidates")
+    y = _fit_labels(labels, question_ids)
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
@@ -591,9 +598,7 @@ def fit_trees(
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     x = np.asarray(matrix, dtype=np.float64)
-    y = np.asarray(labels, dtype=np.int64)
-    if len(set(y.tolist())) < 2:
-        raise ValueError("the labelled candidates need both relevant and irrelevant ones to fit a ranking model")
+    y = _fit_labels(labels, question_ids)
     if question_ids is None:
         model = HistGradientBoostingClassifier(**params, class_weight="balanced", random_state=0)
         model.fit(x, y)
