@@ -64,6 +64,10 @@ def learned_fit(
     return fitted
 
 
+# The studies main() can run: each configuration's learned score against the hand-set one, each signal switched
+# between learned and hand-set, the fit's kind and regularization (and the fallback score among the features), the
+# replay switches.
+PARTS: tuple[str, ...] = ("configs", "hybrids", "sweep", "replay")
 SEEDS: tuple[int | None, ...] = (None, 1, 2, 3, 4, 5)  # GroupKFold's balanced folds, then 5 random dealings
 
 
@@ -119,8 +123,16 @@ def main() -> None:
     parser.add_argument("--no-per-item-cut", action="store_true", help="replay without the ranker's per-Item cut")
     parser.add_argument("--distinct-pages", action="store_true", help="replay with one page at most once")
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help=f"comma-separated studies to run, of {','.join(PARTS)} (default: all)",
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    parts = {p for p in args.parts.split(",") if p}
+    if parts - set(PARTS):
+        parser.error(f"unknown part(s) {sorted(parts - set(PARTS))}; known: {', '.join(PARTS)}")
 
     settings = ReplaySettings(stage1=not args.no_per_item_cut, distinct_pages=args.distinct_pages)
     hand_set = hand_set_signals(args.hand_set)
@@ -139,13 +151,14 @@ def main() -> None:
         "configs": {},
     }
     learned = learned_fit(args.c, args.fit, weighting=args.weighting, hand_set=hand_set, trees=args.trees)
-    for name, records in configs.items():
+    for name, records in configs.items() if "configs" in parts else ():
         out["configs"][name] = study(records, learned, settings, args.folds)
         print(line(f"config {name}", out["configs"][name]), flush=True)
 
     records = configs[base_name]
     out["hybrids"] = {}
-    for signal in HAND_SET_FEATURES:  # each signal switched between learned and hand-set, the others as given
+    # each signal switched between learned and hand-set, the others as given
+    for signal in HAND_SET_FEATURES if "hybrids" in parts else ():
         toggled = [s for s in hand_set if s != signal] if signal in hand_set else [*hand_set, signal]
         label = f"{'learned' if signal in hand_set else 'hand-set'} {signal}/dense ratio"
         out["hybrids"][label] = study(
@@ -156,23 +169,29 @@ def main() -> None:
         )
         print(line(label, out["hybrids"][label]), flush=True)
     out["model_sweep"] = {}
-    for fit, weighting in (*(("pointwise", w) for w in WEIGHTINGS), ("pairwise", DEFAULT_WEIGHTING)):
+    sweeps = (*(("pointwise", w) for w in WEIGHTINGS), ("pairwise", DEFAULT_WEIGHTING))
+    for fit, weighting in sweeps if "sweep" in parts else ():
         for c in (0.01, 0.1, 1.0, 10.0):
             label = f"{fit} C={c}" if fit == "pairwise" else f"{fit} by {weighting} C={c}"
             fitted = learned_fit(c, fit, weighting=weighting, hand_set=hand_set, trees=args.trees)
             out["model_sweep"][label] = study(records, fitted, settings, args.folds)
             print(line(label, out["model_sweep"][label]), flush=True)
-    no_stacking = tuple(f for f in FEATURES if f != "fallback_score")
-    out["without_fallback_score"] = study(
-        records, learned_fit(args.c, args.fit, no_stacking, args.weighting, hand_set, args.trees), settings, args.folds
-    )
-    print(line("without fallback_score", out["without_fallback_score"]), flush=True)
+    if "sweep" in parts:
+        no_stacking = tuple(f for f in FEATURES if f != "fallback_score")
+        out["without_fallback_score"] = study(
+            records,
+            learned_fit(args.c, args.fit, no_stacking, args.weighting, hand_set, args.trees),
+            settings,
+            args.folds,
+        )
+        print(line("without fallback_score", out["without_fallback_score"]), flush=True)
     out["replay_switches"] = {}
-    for label, switched in (
+    replay_switches = (
         ("distinct_pages", replace(settings, distinct_pages=not settings.distinct_pages)),
         ("per_item_cut", replace(settings, stage1=not settings.stage1)),
         ("graph_budget_raise (with the per-Item cut)", replace(settings, stage1=True, graph_budget_raise=False)),
-    ):
+    )
+    for label, switched in replay_switches if "replay" in parts else ():
         out["replay_switches"][label] = study(records, learned, switched, args.folds)
         print(line(f"switched: {label}", out["replay_switches"][label]), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

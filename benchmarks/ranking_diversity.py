@@ -1,14 +1,18 @@
 """Does spreading the top passages over places, or covering what the question names, complete multi-page evidence?
 
 Replays the shipped ranking (learned score, one cut across Items, one page at most once) on feature dumps with whole
-companies held out (``ranking_cv``'s folds and dealings), then with two kinds of selection:
+companies held out (``ranking_cv``'s folds and dealings), then with three kinds of selection:
 
 * spreading: passages are taken greedily by ``score * gamma ** (passages already shown from the same place)``
   (Item, modality, candidate source);
 * covering: each evidence place the question's analysis names (every primary statement it names or implies, the
   MD&A prose a cause is explained in, Item 1 for the business) that has a candidate among the ranker's top k gets
   a passage: when the slots left are as few as the places not yet shown, the best candidate of such a place is
-  taken instead of the next by score.
+  taken instead of the next by score;
+* learned: a second logistic model picks each next passage from the ranker's top k given the passages already
+  shown (the candidate's log-odds and its gap to the best shown, whether its Item, modality, statement or Item role
+  is already shown, its distance in pages to a shown page, an MD&A paragraph once a statement is shown), fitted on
+  the training companies to find a candidate holding a page of an evidence role not yet shown.
 
 Reports page_hit@5 and evidence_complete@5 over questions needing 2+ evidence roles, and where the evidence roles
 the top 5 misses lie.
@@ -28,6 +32,7 @@ from typing import Any
 
 import numpy as np
 from ranking_cv import SEEDS, learned_fit, load
+from sklearn.linear_model import LogisticRegression
 
 from haystack_fin.core.evaluation import Passage, score_question
 from haystack_fin.core.lexicon import Lexicon
@@ -101,6 +106,117 @@ def replay_cover(
     return cut.passages_out()
 
 
+def shown_context(record: ReplayRecord, logits: np.ndarray, i: int, cut: PassageCut, shown: list[int]) -> list[float]:
+    """Candidate ``i``'s features given the passages already shown (``shown``: their candidate indices)."""
+    fact = record.facts[i]
+    before = [record.facts[j] for j in shown]
+    n = len(shown)
+    shown_pages = {p for passage in cut.passages for p in passage.pages}
+    distance = min((abs(p - q) for p in record.candidates[i].pages for q in shown_pages), default=99)
+    text = not (fact.is_table or fact.is_image)
+    same_item = sum(1 for f in before if f.item == fact.item)
+    tables = sum(1 for f in before if f.is_table)
+    statement_shown = any(f.statement for f in before)
+    mdna_text = text and item_role(fact.item) == "mdna"
+    return [
+        float(logits[i]),
+        float(logits[i] - (max(logits[j] for j in shown) if shown else logits[i])),
+        float(n),
+        same_item / max(n, 1),
+        float(n > 0 and same_item == 0),
+        float(fact.is_table) * tables / max(n, 1),
+        float(text) * (n - tables) / max(n, 1),
+        float(fact.statement is not None and any(f.statement == fact.statement for f in before)),
+        float(distance <= 1),
+        float(1 < distance <= 3),
+        float(mdna_text and statement_shown),
+        float(mdna_text and statement_shown and record.flags.asks_cause),
+        float(fact.statement is not None and n > 0 and not statement_shown),
+        float(any(item_role(f.item) == item_role(fact.item) for f in before)),
+    ]
+
+
+def _logits(scores: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(scores, dtype=np.float64), 1e-9, 1 - 1e-9)
+    return np.log(p / (1 - p))
+
+
+def conditional_rows(
+    record: ReplayRecord, scores: np.ndarray, settings: ReplaySettings
+) -> tuple[list[list[float]], list[int]]:
+    """Training rows: the shipped order's states (the first j passages shown, j < 5); per state every candidate left
+    among the top k, labelled 1 when it holds a page of an evidence role not yet shown."""
+    logits = _logits(scores)
+    roles = record.question.required_pages()
+    remaining = best_first(list(scores), settings.ranker_top_k)
+    cut = PassageCut(record, settings)
+    shown: list[int] = []
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    while remaining and len(cut.passages) < 5:
+        covered = {p for passage in cut.passages for p in passage.pages}
+        open_pages = {p for role in roles if not role & covered for p in role}
+        for i in remaining:
+            if record.candidates[i].chunk_id not in cut.covered:
+                rows.append(shown_context(record, logits, i, cut, shown))
+                labels.append(int(bool(open_pages & set(record.candidates[i].pages))))
+        pick = remaining.pop(0)
+        if cut.offer(pick):
+            shown.append(pick)
+    return rows, labels
+
+
+def replay_conditional(
+    record: ReplayRecord, scores: np.ndarray, settings: ReplaySettings, model: LogisticRegression
+) -> list[Passage]:
+    """``ranking_replay.replay`` without the per-Item cut, the next passage of the top 5 picked by ``model``."""
+    logits = _logits(scores)
+    remaining = best_first(list(scores), settings.ranker_top_k)
+    cut = PassageCut(record, settings)
+    shown: list[int] = []
+    while remaining and not cut.full():
+        open_ = [i for i in remaining if record.candidates[i].chunk_id not in cut.covered]
+        if not open_:
+            break
+        pick = open_[0]
+        if len(cut.passages) < 5:
+            rows = np.array([shown_context(record, logits, i, cut, shown) for i in open_])
+            pick = open_[int(np.argmax(model.decision_function(rows)))]
+        remaining.remove(pick)
+        if cut.offer(pick):
+            shown.append(pick)
+    return cut.passages_out()
+
+
+def learned_selection(records: Sequence[ReplayRecord], settings: ReplaySettings) -> dict[str, dict[str, float]]:
+    """The shipped order against the learned selection, both held out (the ranking model and the selection model
+    fitted per fold on the other companies), mean over ``SEEDS``."""
+    fit = learned_fit(0.1, "pointwise")
+    per_seed: dict[str, list[dict[str, float]]] = {"shipped": [], "learned selection": []}
+    for seed in SEEDS:
+        shipped: list[list[Passage]] = [[] for _ in records]
+        chosen: list[list[Passage]] = [[] for _ in records]
+        for train, test in grouped_folds([r.company for r in records], 5, seed):
+            scorer = fit([records[i] for i in train])
+            rows: list[list[float]] = []
+            labels: list[int] = []
+            for i in train:
+                if records[i].candidates:
+                    more_rows, more_labels = conditional_rows(records[i], scorer(records[i]), settings)
+                    rows += more_rows
+                    labels += more_labels
+            model = LogisticRegression(C=1.0, max_iter=3000).fit(np.array(rows), np.array(labels))
+            for i in test:
+                if records[i].candidates:
+                    scores = scorer(records[i])
+                    shipped[i] = replay(records[i], scores, settings)
+                    chosen[i] = replay_conditional(records[i], scores, settings, model)
+        per_seed["shipped"].append(metrics(records, shipped))
+        per_seed["learned selection"].append(metrics(records, chosen))
+        print(seed, {k: v[-1] for k, v in per_seed.items()}, flush=True)
+    return {k: {m: round(float(np.mean([row[m] for row in v])), 4) for m in v[0]} for k, v in per_seed.items()}
+
+
 def held_out_scores(records: Sequence[ReplayRecord], seed: int | None) -> list[np.ndarray]:
     fit = learned_fit(0.1, "pointwise")
     out: list[np.ndarray] = [np.zeros(0)] * len(records)
@@ -143,10 +259,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dumps", required=True, help="comma-separated feature dumps (train-ranker --dump)")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--family", choices=("spread", "cover", "both"), default="both")
+    parser.add_argument("--family", choices=("spread", "cover", "both", "learned"), default="both")
     args = parser.parse_args()
     _, records = load(f"base={args.dumps}")
     settings = ReplaySettings(stage1=False, distinct_pages=True)
+    if args.family == "learned":
+        result = {"questions": len(records), "seeds": list(SEEDS), "results": learned_selection(records, settings)}
+        Path(args.out).write_text(json.dumps(result, indent=1))
+        print(result["results"], f"wrote {args.out}", sep="\n")
+        return
     runs = {seed: held_out_scores(records, seed) for seed in SEEDS}
     out: dict[str, Any] = {"questions": len(records), "seeds": list(SEEDS), "results": {}}
 
