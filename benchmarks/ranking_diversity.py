@@ -48,6 +48,7 @@ from haystack_fin.core.retrieval.ranking_replay import (
 from haystack_fin.core.statements import statements_in_query
 
 Place = Callable[[ReplayRecord, int], Any]
+TOP = 5  # the passages the learned selection picks (the metrics' k); the rest follow the ranker's order
 PLACES: dict[str, Place] = {
     "item": lambda r, i: r.facts[i].item,
     "item+modality": lambda r, i: (r.facts[i].item, r.facts[i].is_table),
@@ -144,8 +145,8 @@ def _logits(scores: np.ndarray) -> np.ndarray:
 def conditional_rows(
     record: ReplayRecord, scores: np.ndarray, settings: ReplaySettings
 ) -> tuple[list[list[float]], list[int]]:
-    """Training rows: the shipped order's states (the first j passages shown, j < 5); per state every candidate left
-    among the top k, labelled 1 when it holds a page of an evidence role not yet shown."""
+    """Training rows: the shipped order's states (the first j passages shown, j < ``TOP``); per state every candidate
+    left among the top k, labelled 1 when it holds a page of an evidence role not yet shown."""
     logits = _logits(scores)
     roles = record.question.required_pages()
     remaining = best_first(list(scores), settings.ranker_top_k)
@@ -153,7 +154,7 @@ def conditional_rows(
     shown: list[int] = []
     rows: list[list[float]] = []
     labels: list[int] = []
-    while remaining and len(cut.passages) < 5:
+    while remaining and len(cut.passages) < TOP:
         covered = {p for passage in cut.passages for p in passage.pages}
         open_pages = {p for role in roles if not role & covered for p in role}
         for i in remaining:
@@ -169,7 +170,7 @@ def conditional_rows(
 def replay_conditional(
     record: ReplayRecord, scores: np.ndarray, settings: ReplaySettings, model: LogisticRegression
 ) -> list[Passage]:
-    """``ranking_replay.replay`` without the per-Item cut, the next passage of the top 5 picked by ``model``."""
+    """``ranking_replay.replay`` without the per-Item cut, each of the first ``TOP`` passages picked by ``model``."""
     logits = _logits(scores)
     remaining = best_first(list(scores), settings.ranker_top_k)
     cut = PassageCut(record, settings)
@@ -179,7 +180,7 @@ def replay_conditional(
         if not open_:
             break
         pick = open_[0]
-        if len(cut.passages) < 5:
+        if len(cut.passages) < TOP:
             rows = np.array([shown_context(record, logits, i, cut, shown) for i in open_])
             pick = open_[int(np.argmax(model.decision_function(rows)))]
         remaining.remove(pick)
