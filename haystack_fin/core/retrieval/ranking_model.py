@@ -553,7 +553,7 @@ def fit_logistic(
     row) every question weighs the same (``question_weights``), else every candidate does."""
     from sklearn.linear_model import LogisticRegression
 
-    columns = [FEATURES.index(f) for f in features]
+    columns = _known_columns(features)
     x = np.asarray(matrix, dtype=np.float64)[:, columns]
     y = _fit_labels(labels, question_ids)
     mean = x.mean(axis=0)
@@ -623,7 +623,7 @@ def fit_pairwise(
     which is all a ranker needs; the intercept is 0."""
     from sklearn.linear_model import LogisticRegression
 
-    columns = [FEATURES.index(f) for f in features]
+    columns = _known_columns(features)
     x = np.asarray(matrix, dtype=np.float64)[:, columns]
     y = np.asarray(labels, dtype=np.int64)
     groups = np.asarray(question_ids)
