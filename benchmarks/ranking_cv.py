@@ -32,6 +32,7 @@ from haystack_fin.core.retrieval.ranking_replay import ReplayRecord, ReplaySetti
 from haystack_fin.ranker_training import (
     DEFAULT_HAND_SET,
     DEFAULT_TREE_WEIGHT,
+    DEFAULT_TREE_WEIGHTING,
     DEFAULT_WEIGHTING,
     WEIGHTINGS,
     fit_model,
@@ -53,12 +54,22 @@ def learned_fit(
     weighting: str = DEFAULT_WEIGHTING,
     hand_set: Sequence[str] = DEFAULT_HAND_SET,
     trees: float = DEFAULT_TREE_WEIGHT,
+    tree_weighting: str = DEFAULT_TREE_WEIGHTING,
 ) -> Fit:
     """The model fitted on the training folds; the ``hand_set`` signals keep their hand-set ratio to dense; ``trees``:
-    the boosted trees' weight in the blend."""
+    the boosted trees' weight in the blend, ``tree_weighting`` how they weigh the candidates."""
 
     def fitted(train: Sequence[ReplayRecord]) -> Callable[[ReplayRecord], np.ndarray]:
-        model = fit_model(train, c, fit=fit, features=features, weighting=weighting, hand_set=hand_set, trees=trees)
+        model = fit_model(
+            train,
+            c,
+            fit=fit,
+            features=features,
+            weighting=weighting,
+            hand_set=hand_set,
+            trees=trees,
+            tree_weighting=tree_weighting,
+        )
         return lambda r: model.score(r.features)
 
     return fitted
@@ -114,6 +125,7 @@ def main() -> None:
     parser.add_argument("--c", type=float, default=0.1)
     parser.add_argument("--fit", default="pointwise", choices=["pointwise", "pairwise"])
     parser.add_argument("--weighting", default=DEFAULT_WEIGHTING, choices=WEIGHTINGS)
+    parser.add_argument("--tree-weighting", default=DEFAULT_TREE_WEIGHTING, choices=WEIGHTINGS)
     parser.add_argument(
         "--hand-set", default=",".join(DEFAULT_HAND_SET), help="signals kept at their hand-set ratio to dense"
     )
@@ -123,6 +135,9 @@ def main() -> None:
     parser.add_argument("--no-per-item-cut", action="store_true", help="replay without the ranker's per-Item cut")
     parser.add_argument("--distinct-pages", action="store_true", help="replay with one page at most once")
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument(
+        "--sweep-c", default="0.01,0.1,1,10", help="comma-separated regularization strengths the sweep study tries"
+    )
     parser.add_argument(
         "--parts",
         default=",".join(PARTS),
@@ -134,6 +149,11 @@ def main() -> None:
     if parts - set(PARTS):
         parser.error(f"unknown part(s) {sorted(parts - set(PARTS))}; known: {', '.join(PARTS)}")
 
+    try:
+        sweep_c = [float(c) for c in args.sweep_c.split(",") if c]
+    except ValueError:
+        parser.error(f"--sweep-c takes comma-separated numbers, not {args.sweep_c!r}")
+    tw = args.tree_weighting
     settings = ReplaySettings(stage1=not args.no_per_item_cut, distinct_pages=args.distinct_pages)
     hand_set = hand_set_signals(args.hand_set)
     configs = dict(load(spec) for spec in args.config)
@@ -145,12 +165,15 @@ def main() -> None:
         "weighting": args.weighting,
         "hand_set": hand_set,
         "trees": args.trees,
+        "tree_weighting": tw,
         "folds": args.folds,
         "seeds": list(SEEDS),
         "settings": {"per_item_cut": settings.stage1, "distinct_pages": settings.distinct_pages},
         "configs": {},
     }
-    learned = learned_fit(args.c, args.fit, weighting=args.weighting, hand_set=hand_set, trees=args.trees)
+    learned = learned_fit(
+        args.c, args.fit, weighting=args.weighting, hand_set=hand_set, trees=args.trees, tree_weighting=tw
+    )
     for name, records in configs.items() if "configs" in parts else ():
         out["configs"][name] = study(records, learned, settings, args.folds)
         print(line(f"config {name}", out["configs"][name]), flush=True)
@@ -163,7 +186,9 @@ def main() -> None:
         label = f"{'learned' if signal in hand_set else 'hand-set'} {signal}/dense ratio"
         out["hybrids"][label] = study(
             records,
-            learned_fit(args.c, args.fit, weighting=args.weighting, hand_set=toggled, trees=args.trees),
+            learned_fit(
+                args.c, args.fit, weighting=args.weighting, hand_set=toggled, trees=args.trees, tree_weighting=tw
+            ),
             settings,
             args.folds,
         )
@@ -171,16 +196,16 @@ def main() -> None:
     out["model_sweep"] = {}
     sweeps = (*(("pointwise", w) for w in WEIGHTINGS), ("pairwise", DEFAULT_WEIGHTING))
     for fit, weighting in sweeps if "sweep" in parts else ():
-        for c in (0.01, 0.1, 1.0, 10.0):
+        for c in sweep_c:
             label = f"{fit} C={c}" if fit == "pairwise" else f"{fit} by {weighting} C={c}"
-            fitted = learned_fit(c, fit, weighting=weighting, hand_set=hand_set, trees=args.trees)
+            fitted = learned_fit(c, fit, weighting=weighting, hand_set=hand_set, trees=args.trees, tree_weighting=tw)
             out["model_sweep"][label] = study(records, fitted, settings, args.folds)
             print(line(label, out["model_sweep"][label]), flush=True)
     if "sweep" in parts:
         no_stacking = tuple(f for f in FEATURES if f != "fallback_score")
         out["without_fallback_score"] = study(
             records,
-            learned_fit(args.c, args.fit, no_stacking, args.weighting, hand_set, args.trees),
+            learned_fit(args.c, args.fit, no_stacking, args.weighting, hand_set, args.trees, tw),
             settings,
             args.folds,
         )

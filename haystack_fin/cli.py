@@ -638,12 +638,20 @@ def cmd_train_ranker(args: argparse.Namespace) -> int:
             weighting=args.weighting,
             hand_set=hand_set,
             trees=args.trees,
+            tree_weighting=args.tree_weighting,
         )
         for line in training.cv_table(cv):
             print(line)
         info["cv_page_hit@5"] = {name: round(m["page_hit@5"], 4) for name, m in cv["overall"].items()}
     model = training.fit_model(
-        records, c=args.c, info=info, fit=args.fit, weighting=args.weighting, hand_set=hand_set, trees=args.trees
+        records,
+        c=args.c,
+        info=info,
+        fit=args.fit,
+        weighting=args.weighting,
+        hand_set=hand_set,
+        trees=args.trees,
+        tree_weighting=args.tree_weighting,
     )
     model.save(args.out)
     print(f"wrote {args.out}: set the ranker's scoring_model to it (query.yaml, or `eval --fragment`)")
@@ -887,9 +895,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--weighting",
-        choices=["question", "candidate"],
-        default="question",
-        help="pointwise fit: every question weighs the same (default, as shipped) or every candidate does",
+        choices=["question", "candidate", "role"],
+        default="role",
+        help="how the pointwise fit weighs the candidates: every evidence role of every question the same (default, "
+        "as shipped: a question needing two pages weighs two single-page ones), every question, or every candidate",
     )
     p.add_argument(
         "--hand-set",
@@ -905,6 +914,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="WEIGHT",
         help="weight in [0, 1] of boosted trees blended into the score's log-odds (default 0.25, as shipped; 0: the "
         "logistic model alone)",
+    )
+    p.add_argument(
+        "--tree-weighting",
+        choices=["question", "candidate", "role"],
+        default="question",
+        help="how the trees weigh the candidates, as --weighting (default question, as shipped)",
     )
     p.add_argument(
         "--fragment",

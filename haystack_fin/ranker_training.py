@@ -40,6 +40,7 @@ from haystack_fin.core.retrieval.ranking_replay import (
     ReplayRecord,
     ReplaySettings,
     cross_validate,
+    evidence_role_ids,
     replay,
     stack,
 )
@@ -142,11 +143,13 @@ def dump_features(
 
 
 FITS = ("pairwise", "pointwise")
-# How a pointwise fit weighs its candidates: every question the same, or every candidate the same.
-WEIGHTINGS = ("question", "candidate")
+# How a pointwise fit (and the trees) weigh the candidates: every question the same, every candidate the same, or
+# every evidence role of every question the same (a question needing three pages weighs three single-page ones).
+WEIGHTINGS = ("question", "candidate", "role")
 # The shipped model's fit, chosen by company-grouped folds (docs/ranking.md).
 DEFAULT_FIT = "pointwise"
-DEFAULT_WEIGHTING = "question"
+DEFAULT_WEIGHTING = "role"
+DEFAULT_TREE_WEIGHTING = "question"
 DEFAULT_C = 0.1
 # Signals whose weight keeps its hand-set ratio to dense (FallbackWeights): where that beat the learned weight in the
 # same folds (docs/ranking.md).
@@ -171,6 +174,15 @@ def hand_set_ratios(signals: Sequence[str]) -> dict[str, float]:
     return {HAND_SET_FEATURES[s]: float(getattr(weights, s)) / weights.dense for s in signals}
 
 
+def _weighing(
+    weighting: str, records: Sequence[ReplayRecord], questions: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The question ids and evidence roles a fit weighs the stacked candidates by (None: not used)."""
+    if weighting == "candidate":
+        return None, None
+    return questions, evidence_role_ids(records) if weighting == "role" else None
+
+
 def fit_model(
     records: Sequence[ReplayRecord],
     c: float = DEFAULT_C,
@@ -180,15 +192,18 @@ def fit_model(
     weighting: str = DEFAULT_WEIGHTING,
     hand_set: Sequence[str] = DEFAULT_HAND_SET,
     trees: float = DEFAULT_TREE_WEIGHT,
+    tree_weighting: str = DEFAULT_TREE_WEIGHTING,
 ) -> RankingModel:
     """The ranking model fitted on every candidate of ``records``: ``fit`` "pairwise" (the order within each
     question) or "pointwise" (each candidate's label; ``weighting`` "question": every question weighs the same,
-    "candidate": every candidate does); the ``hand_set`` signals keep their hand-set ratio to dense; with ``trees``
-    > 0, boosted trees over every feature (same weighting) are blended in at that weight."""
+    "candidate": every candidate does, "role": every evidence role of every question does); the ``hand_set``
+    signals keep their hand-set ratio to dense; with ``trees`` > 0, boosted trees over every feature, weighed by
+    ``tree_weighting``, are blended in at that weight."""
     if fit not in FITS:
         raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    for name, value in (("weighting", weighting), ("tree_weighting", tree_weighting)):
+        if value not in WEIGHTINGS:
+            raise ValueError(f"{name} must be one of {WEIGHTINGS}, got {value!r}")
     if not 0.0 <= trees <= 1.0:
         raise ValueError(f"trees must be a weight in [0, 1], got {trees}")
     ratios = {f: r for f, r in hand_set_ratios(hand_set).items() if f in features}
@@ -198,16 +213,24 @@ def fit_model(
         matrix = tie_to_dense(matrix, ratios)
         features = [f for f in features if f not in ratios]
     details = {"questions": len(records), "candidates": len(labels), "relevant": int(labels.sum()), "c": c}
-    by_question = questions if weighting == "question" else None
+    by_question, roles = _weighing(weighting, records, questions)
     if fit == "pairwise":
         model = fit_pairwise(matrix, labels, questions, features, c=c, info={**details, **(info or {})})
     else:
-        model = fit_logistic(matrix, labels, features, c=c, info={**details, **(info or {})}, question_ids=by_question)
+        model = fit_logistic(
+            matrix, labels, features, c=c, info={**details, **(info or {})}, question_ids=by_question, roles=roles
+        )
     model = untie(model, ratios) if ratios else model
     if not trees:
         return model
-    ensemble = fit_trees(rows, labels, by_question)
-    tree_info = {"tree_weight": trees, "tree_params": dict(TREE_PARAMS), "trees": len(ensemble.trees)}
+    tree_questions, tree_roles = _weighing(tree_weighting, records, questions)
+    ensemble = fit_trees(rows, labels, tree_questions, roles=tree_roles)
+    tree_info = {
+        "tree_weight": trees,
+        "tree_weighting": tree_weighting,
+        "tree_params": dict(TREE_PARAMS),
+        "trees": len(ensemble.trees),
+    }
     return replace(model, trees=ensemble, tree_weight=trees, info={**model.info, **tree_info})
 
 
@@ -220,11 +243,14 @@ def cross_validate_dump(
     weighting: str = DEFAULT_WEIGHTING,
     hand_set: Sequence[str] = DEFAULT_HAND_SET,
     trees: float = DEFAULT_TREE_WEIGHT,
+    tree_weighting: str = DEFAULT_TREE_WEIGHTING,
 ) -> dict[str, Any]:
     """Company-grouped folds: the model fitted on the other companies against the hand-set weights, same folds."""
 
     def fitted(train: Sequence[ReplayRecord]) -> Any:
-        model = fit_model(train, c, fit=fit, weighting=weighting, hand_set=hand_set, trees=trees)
+        model = fit_model(
+            train, c, fit=fit, weighting=weighting, hand_set=hand_set, trees=trees, tree_weighting=tree_weighting
+        )
         return lambda record: model.score(record.features)
 
     return cross_validate(

@@ -60,7 +60,8 @@ def test_train_ranker_dumps_fits_and_the_pipeline_runs_the_model(tmp_path, capsy
     assert len(read_dump(dump)) == 4
     model = RankingModel.load(model_path)
     assert model.info["questions"] == 4 and "cv_page_hit@5" in model.info
-    assert model.info["weighting"] == "question"  # every question weighs the same unless --weighting candidate
+    assert model.info["weighting"] == "role"  # every evidence role of every question weighs the same by default
+    assert model.info["tree_weighting"] == "question"
     assert set(model.info["hand_set_ratios_to_dense"]) == {"lexical"}  # BM25 at its hand-set ratio to dense
     assert model.trees is not None and model.tree_weight == model.info["tree_weight"] == 0.25  # trees blended in
     linear_path = tmp_path / "linear.json"
@@ -69,6 +70,13 @@ def test_train_ranker_dumps_fits_and_the_pipeline_runs_the_model(tmp_path, capsy
     linear = RankingModel.load(linear_path)
     # the same logistic part (the dump rounds features to 6 decimals)
     assert linear.trees is None and np.allclose(linear.coefficients, model.coefficients, atol=1e-4)
+    by_question_path = tmp_path / "by-question.json"
+    by_question_argv = ["train-ranker", "--from-dump", str(dump), "--out", str(by_question_path), "--folds", "0"]
+    assert main([*by_question_argv, "--weighting", "question"]) == 0
+    by_question = RankingModel.load(by_question_path)
+    # one gold page a question: one evidence role each, so each question weighs what each role did
+    assert by_question.info["weighting"] == "question"
+    assert np.allclose(by_question.coefficients, model.coefficients, atol=1e-4)
 
     fragment = tmp_path / "ranker.yaml"
     fragment.write_text(f"components:\n  ranker:\n    init_parameters:\n      scoring_model: {model_path}\n")
@@ -86,3 +94,42 @@ def test_hand_set_ratios_name_the_fallback_signals():
     assert hand_set_ratios([]) == {}
     with pytest.raises(ValueError, match=r"hand-set signal\(s\) \['bm25'\]"):
         hand_set_ratios(["bm25"])
+
+
+def _synthetic_records(n: int = 12) -> list:
+    """Questions with two evidence roles (a table on page 1 or 2, a paragraph on page 9) among ten candidates."""
+    from haystack_fin.core.evaluation import Question
+    from haystack_fin.core.retrieval.passage_scoring import PassageScore
+    from haystack_fin.core.retrieval.ranking_model import CandidateFacts, QuestionFlags
+    from haystack_fin.core.retrieval.ranking_replay import ReplayCandidate, ReplayRecord
+
+    rng = np.random.default_rng(4)
+    records = []
+    for q in range(n):
+        pages = [1, 2, 1, 9, 3, 4, 5, 6, 7, 8]
+        cands = [
+            ReplayCandidate(f"F{q}#chunk-{i:05d}", f"F{q}", "7", 2, [p], [f"F{q}#chunk-{i:05d}"])
+            for i, p in enumerate(pages)
+        ]
+        question = Question(f"q{q}", f"F{q}", "t", "?", {1, 2, 9}, [], {"table": {1, 2}, "text": {9}})
+        dense = rng.random(len(cands))
+        signals = [PassageScore(float(d), dense=float(d), lexical=float(rng.random()), table=None) for d in dense]
+        facts = [CandidateFacts("tree", item="7", is_table=p in (1, 2)) for p in pages]
+        records.append(
+            ReplayRecord(question, f"co{q % 4}", "set", cands, signals, list(dense), facts, QuestionFlags(), dense)
+        )
+    return records
+
+
+def test_the_trees_weigh_the_candidates_by_their_own_weighting():
+    from haystack_fin.ranker_training import fit_model
+
+    records = _synthetic_records()
+    by_role = fit_model(records, weighting="role", tree_weighting="question")
+    by_question = fit_model(records, weighting="question", tree_weighting="question")
+    assert by_role.info["weighting"] == "role" and by_role.info["tree_weighting"] == "question"
+    assert by_role.trees is not None and by_question.trees is not None
+    assert by_role.trees.to_dict() == by_question.trees.to_dict()  # only the logistic part weighs by role
+    assert not np.allclose(by_role.coefficients, by_question.coefficients)
+    with pytest.raises(ValueError, match="tree_weighting must be one of"):
+        fit_model(records, tree_weighting="roles")

@@ -112,6 +112,35 @@ def test_question_weights_give_every_question_the_same_weight() -> None:
     assert negatives == pytest.approx([negatives[0]] * 3)
 
 
+def test_role_weights_give_every_evidence_role_of_a_question_one_unit() -> None:
+    # question 0: roles 0 (three candidates) and 1 (one) of 8 candidates; question 1: one role, two candidates of 6
+    labels = np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0])
+    questions = np.array([0] * 8 + [1] * 6)
+    roles = np.array([0, 0, 0, 1, -1, -1, -1, -1, 0, 0, -1, -1, -1, -1])
+    w = question_weights(labels, questions, roles)
+    assert w.mean() == pytest.approx(1.0)
+    assert w[labels == 1].sum() == pytest.approx(w[labels == 0].sum())
+    assert w[3] == pytest.approx(w[0:3].sum())  # a role's single candidate weighs what three of another role do
+    assert w[0:4].sum() == pytest.approx(2 * w[8:10].sum())  # two roles weigh twice one
+    assert w[4:8].sum() == pytest.approx(w[10:14].sum())  # the other candidates: one unit a question, as before
+    assert question_weights(labels, questions) == pytest.approx(question_weights(labels, questions, [0] * 14))
+    with pytest.raises(ValueError, match="3 evidence roles for 14 candidates"):
+        question_weights(labels, questions, [0, 1, 2])
+
+
+def test_role_weighting_is_named_in_the_model_and_needs_question_ids() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.random((200, len(FEATURES)))
+    y = (x[:, col("cosine")] > 0.7).astype(int)
+    questions = np.repeat(np.arange(10), 20)
+    roles = np.where(y == 1, questions % 2, -1)
+    assert fit_logistic(x, y, question_ids=questions, roles=roles).info["weighting"] == "role"
+    with pytest.raises(ValueError, match="give the question ids too"):
+        fit_logistic(x, y, roles=roles)
+    with pytest.raises(ValueError, match="give the question ids too"):
+        fit_trees(x, y, roles=roles)
+
+
 def test_question_weighting_keeps_a_large_question_from_deciding_the_fit() -> None:
     # One question with 1,000 candidates whose evidence is marked by "lexical"; ten with 20 candidates each whose
     # evidence is marked by "cosine". Weighing candidates, the large question decides; weighing questions, the ten.

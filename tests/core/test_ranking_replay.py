@@ -11,10 +11,12 @@ from haystack_fin.core.retrieval.ranking_replay import (
     ReplayRecord,
     ReplaySettings,
     cross_validate,
+    evidence_role_ids,
     grouped_folds,
     read_dump,
     replay,
     replay_metrics,
+    stack,
     write_dump,
 )
 
@@ -99,3 +101,17 @@ def test_folds_hold_out_whole_companies_and_compare_in_the_same_folds() -> None:
     assert [len(f["companies"]) for f in cv["folds"]] == [1, 1, 1, 1]
     with pytest.raises(ValueError, match="at least 2 companies"):
         grouped_folds(["a", "a"])
+
+
+def test_evidence_role_ids_align_with_the_stacked_rows() -> None:
+    # Roles "table" (page 4 or 5) and "text" (page 9); a question without roles has one per gold page.
+    with_roles = record([cand(1, [4]), cand(2, [9]), cand(3, [7]), cand(4, [5])], {4, 5, 9})
+    with_roles.question.evidence_roles = {"table": {4, 5}, "text": {9}}
+    empty = record([], {1})
+    plain = record([cand(5, [2]), cand(6, [3])], {2, 3}, company="other")
+    records = [with_roles, empty, plain]
+    roles = evidence_role_ids(records)
+    _, labels, questions = stack(records)
+    assert roles.tolist() == [0, 1, -1, 0, 0, 1]
+    assert len(roles) == len(labels) == len(questions)
+    assert ((roles >= 0) == (labels == 1)).all()

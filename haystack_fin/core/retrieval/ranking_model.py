@@ -508,19 +508,31 @@ def untie(model: RankingModel, ratios: Mapping[str, float]) -> RankingModel:
     )
 
 
-def question_weights(labels: np.ndarray, question_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+def question_weights(
+    labels: np.ndarray,
+    question_ids: Sequence[int] | np.ndarray,
+    roles: Sequence[int] | np.ndarray | None = None,
+) -> np.ndarray:
     """Sample weights under which every question weighs the same: a question's relevant candidates share one unit
     and its other candidates another, then relevant and other candidates are balanced overall; mean weight 1. A
-    question with many candidates (a statement cut into many blocks) otherwise outweighs one with few."""
+    question with many candidates (a statement cut into many blocks) otherwise outweighs one with few. With ``roles``
+    (one per row: the evidence role a relevant candidate holds), each role of a question has its own unit instead,
+    so a question needing three pieces of evidence weighs three times one needing a single page."""
     y = np.asarray(labels, dtype=np.int64)
     groups = np.asarray(question_ids)
+    role_of = np.zeros(len(y), dtype=np.int64) if roles is None else np.asarray(roles, dtype=np.int64)
+    if len(role_of) != len(y):
+        raise ValueError(f"{len(role_of)} evidence roles for {len(y)} candidates")
     weights = np.zeros(len(y), dtype=np.float64)
     for question in np.unique(groups):
         rows = np.flatnonzero(groups == question)
-        for label in (0, 1):
-            chosen = rows[y[rows] == label]
-            if len(chosen):
-                weights[chosen] = 1.0 / len(chosen)
+        others = rows[y[rows] == 0]
+        if len(others):
+            weights[others] = 1.0 / len(others)
+        relevant = rows[y[rows] == 1]
+        for role in np.unique(role_of[relevant]):
+            chosen = relevant[role_of[relevant] == role]
+            weights[chosen] = 1.0 / len(chosen)
     for label in (0, 1):
         chosen = y == label
         total = weights[chosen].sum()
@@ -529,14 +541,20 @@ def question_weights(labels: np.ndarray, question_ids: Sequence[int] | np.ndarra
     return weights
 
 
-def _fit_labels(labels: np.ndarray, question_ids: Sequence[int] | np.ndarray | None) -> np.ndarray:
-    """The labels as integers, refused when a pointwise fit cannot use them (one class only, or question ids that do
-    not align with them)."""
+def _fit_labels(
+    labels: np.ndarray,
+    question_ids: Sequence[int] | np.ndarray | None,
+    roles: Sequence[int] | np.ndarray | None = None,
+) -> np.ndarray:
+    """The labels as integers, refused when a pointwise fit cannot use them (one class only, question ids that do
+    not align with them, or evidence roles without question ids)."""
     y = np.asarray(labels, dtype=np.int64)
     if len(set(y.tolist())) < 2:
         raise ValueError("the labelled candidates need both relevant and irrelevant ones to fit a ranking model")
     if question_ids is not None and len(question_ids) != len(y):
         raise ValueError(f"{len(question_ids)} question ids for {len(y)} candidates")
+    if roles is not None and question_ids is None:
+        raise ValueError("evidence roles weigh the candidates within each question: give the question ids too")
     return y
 
 
@@ -547,15 +565,17 @@ def fit_logistic(
     c: float = 1.0,
     info: Mapping[str, Any] | None = None,
     question_ids: Sequence[int] | np.ndarray | None = None,
+    roles: Sequence[int] | np.ndarray | None = None,
 ) -> RankingModel:
     """Fit an L2-regularized logistic model on the rows of a ``FEATURES`` matrix (columns of ``features`` used;
     constant columns get coefficient 0), relevant and other candidates balanced; with ``question_ids`` (one per
-    row) every question weighs the same (``question_weights``), else every candidate does."""
+    row) every question weighs the same (``question_weights``; with ``roles`` too, every evidence role does), else
+    every candidate does."""
     from sklearn.linear_model import LogisticRegression
 
     columns = _known_columns(features)
     x = np.asarray(matrix, dtype=np.float64)[:, columns]
-    y = _fit_labels(labels, question_ids)
+    y = _fit_labels(labels, question_ids, roles)
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
@@ -564,8 +584,8 @@ def fit_logistic(
         model.fit((x - mean) / scale, y)
     else:
         model = LogisticRegression(C=c, max_iter=3000)
-        model.fit((x - mean) / scale, y, sample_weight=question_weights(y, question_ids))
-    weighting = "candidate" if question_ids is None else "question"
+        model.fit((x - mean) / scale, y, sample_weight=question_weights(y, question_ids, roles))
+    weighting = "candidate" if question_ids is None else "question" if roles is None else "role"
     return RankingModel(
         features=tuple(features),
         coefficients=np.asarray(model.coef_[0], dtype=np.float64),
@@ -592,19 +612,21 @@ def fit_trees(
     labels: np.ndarray,
     question_ids: Sequence[int] | np.ndarray | None = None,
     params: Mapping[str, Any] = TREE_PARAMS,
+    roles: Sequence[int] | np.ndarray | None = None,
 ) -> TreeEnsemble:
-    """Boosted trees on the rows of a ``FEATURES`` matrix (every column), each question weighing the same
-    (``question_weights``) with ``question_ids``, else relevant and other candidates balanced."""
+    """Boosted trees on the rows of a ``FEATURES`` matrix (every column), each question (with ``roles``: each
+    evidence role) weighing the same (``question_weights``) with ``question_ids``, else relevant and other candidates
+    balanced."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     x = np.asarray(matrix, dtype=np.float64)
-    y = _fit_labels(labels, question_ids)
+    y = _fit_labels(labels, question_ids, roles)
     if question_ids is None:
         model = HistGradientBoostingClassifier(**params, class_weight="balanced", random_state=0)
         model.fit(x, y)
     else:
         model = HistGradientBoostingClassifier(**params, random_state=0)
-        model.fit(x, y, sample_weight=question_weights(y, question_ids))
+        model.fit(x, y, sample_weight=question_weights(y, question_ids, roles))
     return TreeEnsemble.from_sklearn(model, FEATURES)
 
 

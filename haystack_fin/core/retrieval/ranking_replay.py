@@ -307,6 +307,19 @@ def stack(records: Sequence[ReplayRecord]) -> tuple[np.ndarray, np.ndarray, np.n
     return rows, labels, questions
 
 
+def evidence_role_ids(records: Sequence[ReplayRecord]) -> np.ndarray:
+    """Per row of ``stack``: the evidence role a relevant candidate holds (the first of its question's required page
+    sets its pages meet; a question without roles has one per gold page), -1 for the other candidates."""
+    out: list[int] = []
+    for record in (r for r in records if len(r.candidates)):
+        required = record.question.required_pages()
+        for candidate, label in zip(record.candidates, record.labels(), strict=True):
+            pages = set(candidate.pages)
+            hit = next((i for i, role in enumerate(required) if role & pages), len(required)) if label else -1
+            out.append(hit)
+    return np.array(out, dtype=np.int64)
+
+
 Scorer = Callable[[ReplayRecord], Sequence[float]]
 
 
