@@ -105,6 +105,16 @@ def study(records: Sequence[ReplayRecord], fit: Fit, settings: ReplaySettings, f
                 "folds": [round(f[name]["page_hit@5"], 4) for f in first["folds"]],
             },
         }
+    out["dealings"] = [
+        {
+            "seed": seed,
+            **{
+                name: {m: round(r["overall"][name][m], 4) for m in ("page_hit@5", "evidence_complete@5_2plus")}
+                for name in ("learned", "hand-set")
+            },
+        }
+        for seed, r in zip(SEEDS, runs, strict=True)
+    ]
     out["fold_companies"] = [f["companies"] for f in first["folds"]]
     out["fold_questions"] = [f["n"] for f in first["folds"]]
     return out
