@@ -898,7 +898,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["question", "candidate", "role"],
         default="role",
         help="how the pointwise fit weighs the candidates: every evidence role of every question the same (default, "
-        "as shipped: a question needing two pages weighs two single-page ones), every question, or every candidate",
+        "as shipped: a question needing two pieces of evidence weighs what two single-page ones do), every question, "
+        "or every candidate",
     )
     p.add_argument(
         "--hand-set",

@@ -144,7 +144,8 @@ def dump_features(
 
 FITS = ("pairwise", "pointwise")
 # How a pointwise fit (and the trees) weigh the candidates: every question the same, every candidate the same, or
-# every evidence role of every question the same (a question needing three pages weighs three single-page ones).
+# every evidence role of every question the same (a question needing three pieces of evidence weighs three
+# single-page ones).
 WEIGHTINGS = ("question", "candidate", "role")
 # The shipped model's fit, chosen by company-grouped folds (docs/ranking.md).
 DEFAULT_FIT = "pointwise"
