@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from haystack_fin.cli import main
-from haystack_fin.core.retrieval.ranking_model import RankingModel
-from haystack_fin.core.retrieval.ranking_replay import read_dump
+from haystack_fin.core.evaluation import Question
+from haystack_fin.core.retrieval.passage_scoring import PassageScore
+from haystack_fin.core.retrieval.ranking_model import CandidateFacts, QuestionFlags, RankingModel
+from haystack_fin.core.retrieval.ranking_replay import ReplayCandidate, ReplayRecord, read_dump
 from haystack_fin.query_runner import QueryRunner
-from haystack_fin.ranker_training import dump_features, hand_set_ratios
+from haystack_fin.ranker_training import dump_features, fit_model, hand_set_ratios
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FILINGS = {"BESTBUY_2023_10Q": "bestbuy-10q-2023-07-29.pdf", "NETFLIX_2015_10K": "netflix-10k-2015.pdf"}
@@ -96,13 +98,8 @@ def test_hand_set_ratios_name_the_fallback_signals():
         hand_set_ratios(["bm25"])
 
 
-def _synthetic_records(n: int = 12) -> list:
+def _synthetic_records(n: int = 12) -> list[ReplayRecord]:
     """Questions with two evidence roles (a table on page 1 or 2, a paragraph on page 9) among ten candidates."""
-    from haystack_fin.core.evaluation import Question
-    from haystack_fin.core.retrieval.passage_scoring import PassageScore
-    from haystack_fin.core.retrieval.ranking_model import CandidateFacts, QuestionFlags
-    from haystack_fin.core.retrieval.ranking_replay import ReplayCandidate, ReplayRecord
-
     rng = np.random.default_rng(4)
     records = []
     for q in range(n):
@@ -122,8 +119,6 @@ def _synthetic_records(n: int = 12) -> list:
 
 
 def test_the_trees_weigh_the_candidates_by_their_own_weighting():
-    from haystack_fin.ranker_training import fit_model
-
     records = _synthetic_records()
     by_role = fit_model(records, weighting="role", tree_weighting="question")
     by_question = fit_model(records, weighting="question", tree_weighting="question")
@@ -131,5 +126,7 @@ def test_the_trees_weigh_the_candidates_by_their_own_weighting():
     assert by_role.trees is not None and by_question.trees is not None
     assert by_role.trees.to_dict() == by_question.trees.to_dict()  # only the logistic part weighs by role
     assert not np.allclose(by_role.coefficients, by_question.coefficients)
+    trees_by_role = fit_model(records, weighting="question", tree_weighting="role")
+    assert trees_by_role.trees is not None and trees_by_role.trees.to_dict() != by_question.trees.to_dict()
     with pytest.raises(ValueError, match="tree_weighting must be one of"):
         fit_model(records, tree_weighting="roles")
