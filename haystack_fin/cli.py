@@ -30,6 +30,8 @@ _MIN_WORKER_MEMORY_MB = 1024  # a worker holds ~0.4 GB once its parse stage is l
 _FILING_SUFFIXES = (".pdf", ".htm", ".html", ".xhtml", ".gz")
 _SUBMISSION_SUFFIX = ".txt"  # an EDGAR full submission, taken from a folder only when it starts like one
 _INT_FIELDS = {"fiscal_year", "fiscal_quarter"}
+# ranker_training.WEIGHTINGS, repeated for the same reason: how train-ranker's fits may weigh the candidates.
+_WEIGHTINGS = ("question", "candidate", "role")
 _N = TypeVar("_N", int, float)
 
 
@@ -628,31 +630,21 @@ def cmd_train_ranker(args: argparse.Namespace) -> int:
     if not records:
         raise ValueError("nothing to fit on: give --questions with --filings DIR, or --from-dump FILE")
     info: dict[str, object] = {"sets": sorted({r.source_set for r in records})}
-    hand_set = training.hand_set_signals(args.hand_set)
+    # the folds judge exactly the fit that is written
+    fit_args: dict[str, Any] = {
+        "c": args.c,
+        "fit": args.fit,
+        "weighting": args.weighting,
+        "hand_set": training.hand_set_signals(args.hand_set),
+        "trees": args.trees,
+        "tree_weighting": args.tree_weighting,
+    }
     if args.folds > 1:
-        cv = training.cross_validate_dump(
-            records,
-            c=args.c,
-            n_splits=args.folds,
-            fit=args.fit,
-            weighting=args.weighting,
-            hand_set=hand_set,
-            trees=args.trees,
-            tree_weighting=args.tree_weighting,
-        )
+        cv = training.cross_validate_dump(records, n_splits=args.folds, **fit_args)
         for line in training.cv_table(cv):
             print(line)
         info["cv_page_hit@5"] = {name: round(m["page_hit@5"], 4) for name, m in cv["overall"].items()}
-    model = training.fit_model(
-        records,
-        c=args.c,
-        info=info,
-        fit=args.fit,
-        weighting=args.weighting,
-        hand_set=hand_set,
-        trees=args.trees,
-        tree_weighting=args.tree_weighting,
-    )
+    model = training.fit_model(records, info=info, **fit_args)
     model.save(args.out)
     print(f"wrote {args.out}: set the ranker's scoring_model to it (query.yaml, or `eval --fragment`)")
     return 0
@@ -895,7 +887,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--weighting",
-        choices=["question", "candidate", "role"],
+        choices=_WEIGHTINGS,
         default="role",
         help="how the pointwise fit weighs the candidates: every evidence role of every question the same (default, "
         "as shipped: a question needing two pieces of evidence weighs what two single-page ones do), every question, "
@@ -918,7 +910,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--tree-weighting",
-        choices=["question", "candidate", "role"],
+        choices=_WEIGHTINGS,
         default="question",
         help="how the trees weigh the candidates, as --weighting (default question, as shipped)",
     )

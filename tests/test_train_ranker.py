@@ -91,6 +91,13 @@ def test_train_ranker_dumps_fits_and_the_pipeline_runs_the_model(tmp_path, capsy
     assert result.candidates and len(result.candidates) >= len(result.passages)
 
 
+def test_the_cli_offers_the_weightings_the_fit_knows():
+    from haystack_fin import cli
+    from haystack_fin.ranker_training import WEIGHTINGS
+
+    assert set(cli._WEIGHTINGS) == set(WEIGHTINGS)
+
+
 def test_hand_set_ratios_name_the_fallback_signals():
     assert hand_set_ratios(["lexical"]) == {"lexical": pytest.approx(0.3 / 0.7)}
     assert hand_set_ratios([]) == {}
