@@ -847,7 +847,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="summary_tree|question_tree|flat_candidates|flam|reranker|scope|statements|sections|graph|"
-        "fallback|ranking_model|evidence_places|distinct_pages (repeatable)",
+        "fallback|ranking_model|evidence_places|neighbours|distinct_pages (repeatable)",
     )
     p.add_argument(
         "--fragment",

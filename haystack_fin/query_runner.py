@@ -37,6 +37,7 @@ ABLATIONS: tuple[str, ...] = (
     "fallback",
     "ranking_model",
     "evidence_places",
+    "neighbours",
     "distinct_pages",
 )
 # Components whose top_k is the candidate count (what the ranker keeps before the window merges neighbours).
@@ -102,6 +103,8 @@ def ablate(data: dict[str, Any], names: set[str] | list[str] | tuple[str, ...]) 
         ranker["fallback_weights"] = {**(ranker.get("fallback_weights") or {}), "section": 0.0}
     if "evidence_places" in names:  # no candidates from the concepts' Items, the filing's headings, the whole filing
         retriever.update(intent_item_candidates=0, heading_candidates=0, filing_flat_candidates=0)
+    if "neighbours" in names:  # no prose continuing a candidate on the page before or after
+        retriever["neighbour_candidates"] = 0
     if "ranking_model" in names:  # the hand-set fusion of the fallback's signals instead of the learned model
         components["ranker"]["init_parameters"]["scoring_model"] = None
     if "distinct_pages" in names and "window" in components:  # a passage may repeat pages already shown

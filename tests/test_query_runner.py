@@ -39,6 +39,12 @@ def test_ablations_are_configuration_edits():
     assert weights["statement"] == 0.0 and weights["section"] == 0.0
 
 
+def test_neighbours_ship_on_and_ablate_off():
+    data = _query_dict()
+    assert data["components"]["retriever"]["init_parameters"]["neighbour_candidates"] == 20
+    assert ablate(data, {"neighbours"})["components"]["retriever"]["init_parameters"]["neighbour_candidates"] == 0
+
+
 def test_section_routing_ships_off_on_both_sides():
     # Measured no better (docs/design.md): the router and the splitter's counts are off.
     assert _query_dict()["components"]["router"]["init_parameters"]["route_sections"] is False

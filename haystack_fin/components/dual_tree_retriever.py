@@ -103,8 +103,11 @@ class DualTreeRetriever(SharedStoreClient):
     the clustering whenever a filing's chunks change); the best flat matches of the Items the question's concepts
     are typically reported in (the lexicon's Item priors for the filing's form), whether or not FLAM gave them
     budget; the chunks closest to the question under the filing's headings below the Item titles that match the
-    question best by BM25 (the MD&A subsection or note an analyst would open, named in the filing's words); and
-    the best BM25 + dense matches of the whole filing, whatever the budgets.
+    question best by BM25 (the MD&A subsection or note an analyst would open, named in the filing's words); the
+    best BM25 + dense matches of the whole filing, whatever the budgets; and, for the first
+    ``neighbour_candidates`` of all these, the prose on the page before and after under the same heading (a note or
+    a discussion that runs on over a page break), with ``retrieval = {"mode": "neighbour", "of": ..., "direction":
+    ...}``.
 
     Usage example:
     ```python
@@ -144,6 +147,7 @@ class DualTreeRetriever(SharedStoreClient):
         heading_candidates: int = 0,
         headings_per_question: int = 3,
         filing_flat_candidates: int = 0,
+        neighbour_candidates: int = 0,
         return_embedding: bool = False,
     ) -> None:
         """The ``*_candidates*`` counts add the chunks of each source (class docstring); 0 switches it off.
@@ -165,6 +169,8 @@ class DualTreeRetriever(SharedStoreClient):
         :param heading_candidates: per filing, the closest chunks under each of its best-matching headings.
         :param headings_per_question: how many of a filing's best-matching headings ``heading_candidates`` reads.
         :param filing_flat_candidates: per filing, its best chunks by BM25 + dense fusion over the whole filing.
+        :param neighbour_candidates: for this many of the other sources' first candidates (taking turns across
+            sources and filings), the chunks continuing them on the page before and after under the same heading.
         :param return_embedding: give each candidate its unit vector. Off, candidates carry only their cosine to the
             question (``meta["query_cosine"]``), which is all TwoStageRanker and ModalityThresholdFallback read;
             a pipeline copies every component's inputs, so vectors would be copied at every later stage.
@@ -174,6 +180,7 @@ class DualTreeRetriever(SharedStoreClient):
             0, flat_candidates_per_item=flat_candidates_per_item, section_candidates=section_candidates,
             intent_item_candidates=intent_item_candidates, heading_candidates=heading_candidates,
             headings_per_question=headings_per_question, filing_flat_candidates=filing_flat_candidates,
+            neighbour_candidates=neighbour_candidates,
         )  # fmt: skip
         self.document_store = document_store
         self.beam_width = beam_width
@@ -189,6 +196,7 @@ class DualTreeRetriever(SharedStoreClient):
         self.heading_candidates = heading_candidates
         self.headings_per_question = headings_per_question
         self.filing_flat_candidates = filing_flat_candidates
+        self.neighbour_candidates = neighbour_candidates
         self.return_embedding = return_embedding
         self._store: Any = None
 
@@ -210,6 +218,7 @@ class DualTreeRetriever(SharedStoreClient):
             heading_candidates=self.heading_candidates,
             headings_per_question=self.headings_per_question,
             filing_flat_candidates=self.filing_flat_candidates,
+            neighbour_candidates=self.neighbour_candidates,
             return_embedding=self.return_embedding,
         )
 
@@ -314,6 +323,7 @@ class DualTreeRetriever(SharedStoreClient):
             heading_candidates=self.heading_candidates,
             headings_per_question=self.headings_per_question,
             filing_flat_candidates=self.filing_flat_candidates,
+            neighbour_candidates=self.neighbour_candidates,
             statement_candidates=self.statement_candidates,
         )
 

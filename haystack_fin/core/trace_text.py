@@ -100,7 +100,8 @@ def graph_lines(graph: Mapping[str, Any] | None, paths: Sequence[str | None]) ->
 
 def passage_lines(how: Sequence[Mapping[str, Any] | None]) -> list[str]:
     """Per returned passage, how the retriever reached it: the tree path(s) from the root, or the kind of extra
-    candidate (a statement block, a chunk under a heading, a graph neighbour, a flat BM25/dense match)."""
+    candidate (a statement block, a chunk under a heading, one of an Item the question's concepts are reported in,
+    the page before or after another candidate, a graph neighbour, a flat BM25/dense match)."""
     lines = ["Retrieved by:"]
     for n, info in enumerate(how, 1):
         info = info or {}
@@ -118,6 +119,12 @@ def passage_lines(how: Sequence[Mapping[str, Any] | None]) -> list[str]:
             lines.append(f"  [{n}] in the FLAM-routed section {info.get('section')!r} (score {score:.3f})")
         elif mode == "section":
             lines.append(f"  [{n}] under the heading {info.get('section')!r} ({info.get('cluster')})")
+        elif mode == "heading":
+            lines.append(f"  [{n}] under the filing's heading {info.get('section')!r}, which matches the question")
+        elif mode == "intent_item":
+            lines.append(f"  [{n}] best match in Item {info.get('item')}, where the question's concepts are reported")
+        elif mode == "neighbour":
+            lines.append(f"  [{n}] the {info.get('direction')} page of candidate {_short_node(str(info.get('of')))}")
         elif mode == "graph":
             lines.append(f"  [{n}] graph neighbour ({info.get('reason') or 'see Graph'})")
         else:

@@ -318,6 +318,28 @@ class TestDualTreeRetriever:
         assert all(0.0 <= v <= 1.0 for v in positions.values())
         assert positions[chunk_id(ACME, "1A", 5)] < positions[chunk_id(ACME, "7", 0)]
 
+    def test_the_pages_around_the_first_candidates_join_the_candidates(self, store):
+        docs = store.filter_documents({"field": "meta.filing_id", "operator": "==", "value": ACME})
+        for d in docs:
+            if d.meta["node_type"] == "chunk":
+                d.meta["modality"] = "text"  # a discussion running over the pages
+        store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE)
+        budgets = [{"filing_id": ACME, "item": "7", "k": 1}]
+        settings = {"section_candidates": 0, "flat_candidates_per_item": 0, "candidates_per_item": 1}
+        off = DualTreeRetriever(document_store=store, **settings).run(
+            query="pension", query_embedding=one_hot(5), budgets=budgets
+        )
+        on = DualTreeRetriever(document_store=store, neighbour_candidates=1, **settings).run(
+            query="pension", query_embedding=one_hot(5), budgets=budgets
+        )
+        first = off["documents"][0]
+        added = [d for d in on["documents"] if d.meta["retrieval"]["mode"] == "neighbour"]
+        # chunk j sits on page j + 1 of its Item: the first candidate's pages before and after, under its heading
+        j = int(first.id.rsplit("-", 1)[-1])
+        assert [d.id for d in added] == [chunk_id(ACME, "7", j - 1), chunk_id(ACME, "7", j + 1)]
+        assert {d.meta["retrieval"]["of"] for d in added} == {first.id}
+        assert on["trace"]["neighbours"] == [d.id for d in added] and "neighbours" not in off["trace"]
+
     def test_input_documents_not_mutated(self, store):
         before = store.filter_documents({"field": "id", "operator": "==", "value": chunk_id(ACME, "7", 5)})[0]
         DualTreeRetriever(document_store=store).run(

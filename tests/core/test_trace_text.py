@@ -49,6 +49,9 @@ def test_each_passage_says_how_it_was_reached():
         {"item": "I-1", "mode": "section", "section": "Income Taxes", "cluster": "effective_tax_rate"},
         {"item": "I-2", "mode": "summary_tree", "tree_paths": {}},
         None,
+        {"mode": "heading", "section": "Gross Margin"},
+        {"mode": "intent_item", "item": "1"},
+        {"mode": "neighbour", "of": "BBY#chunk-00086", "direction": "next"},
     ]  # fmt: skip
     assert passage_lines(how) == [
         "Retrieved by:",
@@ -57,6 +60,9 @@ def test_each_passage_says_how_it_was_reached():
         "  [3] under the heading 'Income Taxes' (effective_tax_rate)",
         "  [4] flat BM25/dense match (no tree path)",
         "  [5] flat BM25/dense match (no tree path)",
+        "  [6] under the filing's heading 'Gross Margin', which matches the question",
+        "  [7] best match in Item 1, where the question's concepts are reported",
+        "  [8] the next page of candidate chunk-00086",
     ]
 
 

@@ -16,7 +16,10 @@ Four sources, each with its reason in the candidate's ``retrieval`` record:
 - **headings**: the chunks under the filing's own headings that share the question's words best (BM25 over the
   headings below the Item titles: an MD&A subsection "Gross Margin", a note "Acquisitions"), closest to the
   question first; the lexicon's heading titles cover the concepts it knows, this covers the others;
-- **filing-wide flat**: the best BM25 + dense matches of the whole filing (FLAM's budgets aside).
+- **filing-wide flat**: the best BM25 + dense matches of the whole filing (FLAM's budgets aside);
+- **neighbours**: for the first candidates of the others (in ``CandidatePool.ranked``'s order), the chunks just before
+  and after them on the previous and next page under the same heading: a note or an MD&A discussion continued over
+  a page break, whose words may repeat little of the question.
 
 Every candidate records its place in the filing (``retrieval["position"]``, 0 = first chunk, 1 = last).
 
@@ -121,8 +124,10 @@ class FilingState:
     statement_ids: dict[str, list[str]]  # statement kind -> ids of its blocks, in filing order
     sections: SectionIndex  # chunk ids by the headings above them
     positions: dict[str, float] = field(default_factory=dict)  # chunk id -> place in the filing, 0..1
+    order: list[str] = field(default_factory=list)  # chunk ids in filing order
     _flat: _FlatIndex | None = None
     _headings: _HeadingIndex | None = None
+    _order_index: dict[str, int] | None = None
 
     @property
     def form(self) -> str:
@@ -136,6 +141,12 @@ class FilingState:
         if self._flat is None:
             self._flat = _FlatIndex.build(self)
         return self._flat
+
+    def order_index(self) -> dict[str, int]:
+        """Each chunk id's place in ``order`` (built on first use)."""
+        if self._order_index is None:
+            self._order_index = {cid: i for i, cid in enumerate(self.order)}
+        return self._order_index
 
     def heading_index(self) -> _HeadingIndex:
         """The filing's headings below the Item titles as a BM25 corpus (built on first use)."""
@@ -162,7 +173,7 @@ class FilingState:
         last = max(len(ordered) - 1, 1)
         positions = {cid: i / last for i, cid in enumerate(ordered)}
         trees = build_item_trees(filing_id, nodes)
-        return cls(filing_id, index_run, trees, dict(chunk_meta), statement_ids, sections, positions)
+        return cls(filing_id, index_run, trees, dict(chunk_meta), statement_ids, sections, positions, ordered)
 
     def vector(self, chunk_id: str) -> np.ndarray | None:
         """The chunk's unit vector from its Item tree (None when the chunk is in no tree)."""
@@ -185,24 +196,28 @@ class SearchSettings:
     heading_candidates: int = 0
     headings_per_question: int = 3
     filing_flat_candidates: int = 0
+    neighbour_candidates: int = 0
     statement_candidates: bool = True
 
 
 # The candidate sources as the ranker knows them, in the order ``CandidatePool.ranked`` takes turns.
-SOURCE_ORDER: tuple[str, ...] = ("tree", "statement", "section", "routed", "intent_item", "heading", "flat", "graph")
+SOURCE_ORDER: tuple[str, ...] = (
+    "tree", "statement", "section", "routed", "intent_item", "heading", "flat", "neighbour", "graph"
+)  # fmt: skip
 
 
 def candidate_source(retrieval: Any) -> str:
     """The source a retriever or graph recorded in a candidate's ``retrieval``: the tree search reached it ("tree"),
     a flat match the trees missed or a filing-wide one ("flat"), a statement block, a chunk under the question's
     headings ("section") or under a section FLAM routed to ("routed"), an Item the question's concepts name
-    ("intent_item"), a filing heading that matches the question ("heading"), or the graph."""
+    ("intent_item"), a filing heading that matches the question ("heading"), the page before or after another
+    candidate under its heading ("neighbour"), or the graph."""
     if not isinstance(retrieval, Mapping):
         return "tree"
     mode = str(retrieval.get("mode") or "")
     if mode == "section":
         return "routed" if "flam_score" in retrieval else "section"
-    if mode in ("statement", "graph", "heading", "intent_item"):
+    if mode in ("statement", "graph", "heading", "intent_item", "neighbour"):
         return mode
     if mode in ("flat", "filing_flat") or not retrieval.get("trees"):
         return "flat"
@@ -667,6 +682,76 @@ def add_filing_flat_candidates(
     return added
 
 
+def _pages(meta: Mapping[str, Any]) -> set[int]:
+    return {p for p in meta.get(schema.PAGE_NUMBERS) or () if isinstance(p, int)}
+
+
+def _heading_key(meta: Mapping[str, Any]) -> tuple[str, str]:
+    """A chunk's Item and the first heading below the Item's title: a note's or an MD&A subsection's continuation
+    keeps both over a page break, though a deeper heading may start on the new page."""
+    path = list(meta.get(schema.SECTION_PATH) or ())
+    return item_key(meta.get(schema.ITEM)), " ".join(str(path[1]).split()) if len(path) > 1 else ""
+
+
+def _is_text(meta: Mapping[str, Any]) -> bool:
+    return str(meta.get(schema.MODALITY) or schema.Modality.TEXT.value) == schema.Modality.TEXT
+
+
+def page_neighbours(filing: FilingState, chunk_id: str) -> list[tuple[str, str]]:
+    """For a prose chunk, the prose chunks nearest it in filing order on the page before and the page after its own,
+    under the same Item and first heading (``_heading_key``), with their direction ("previous", "next"): a discussion
+    runs on over a page break, while a table is whole on its page or split into blocks of its own."""
+    meta = filing.chunk_meta.get(chunk_id)
+    at = filing.order_index().get(chunk_id)
+    if meta is None or at is None or not _is_text(meta):
+        return []
+    pages, key = _pages(meta), _heading_key(meta)
+    if not pages:
+        return []
+    found: list[tuple[str, str]] = []
+    for step, direction, edge in ((-1, "previous", min(pages) - 1), (1, "next", max(pages) + 1)):
+        i = at + step
+        while 0 <= i < len(filing.order):
+            other = filing.chunk_meta[filing.order[i]]
+            if _heading_key(other) != key:
+                break
+            other_pages = _pages(other)
+            if edge in other_pages and _is_text(other):
+                found.append((filing.order[i], direction))
+                break
+            if not other_pages <= pages | {edge}:  # past the neighbouring page (or a page without chunks)
+                break
+            i += step
+    return found
+
+
+def add_neighbour_candidates(
+    pool: CandidatePool,
+    filings: Mapping[str, FilingState],
+    wanted: Wanted,
+    seeds: int,
+    allowed: Mapping[str, set[str]] | None = None,
+) -> list[str]:
+    """Add the page neighbours (``page_neighbours``) of the first ``seeds`` candidates of the pool's order."""
+    if seeds < 1:
+        return []
+    added: list[str] = []
+    for seed in pool.ranked()[:seeds]:
+        filing = filings.get(seed.filing_id)
+        if filing is None:
+            continue
+        admitted = allowed.get(seed.filing_id) if allowed is not None else None
+        for chunk_id, direction in page_neighbours(filing, seed.chunk_id):
+            if chunk_id in pool or (admitted is not None and chunk_id not in admitted):
+                continue
+            retrieval = {"mode": "neighbour", "of": seed.chunk_id, "direction": direction}
+            budget = _budget_of(wanted, seed.filing_id, filing.chunk_meta[chunk_id], 1)
+            vector = _unit_or_none(filing.vector(chunk_id))
+            pool.offer(Candidate(chunk_id, seed.filing_id, 0.0, vector, retrieval, budget))
+            added.append(chunk_id)
+    return added
+
+
 def intent_items(cluster_items: Iterable[Mapping[str, Sequence[str]]]) -> dict[str, list[str]]:
     """Per form family, the Items the question's concepts are reported in (each cluster's ``items`` prior), the
     first cluster's first; the cover page is left to the headings and statements."""
@@ -695,7 +780,7 @@ class Gathered:
     items: list[dict[str, Any]]
     statements: schema.StatementTrace
     sections: schema.SectionTrace
-    extra: dict[str, Any]  # "intent_items", "headings", "filing_flat" when those sources are on
+    extra: dict[str, Any]  # "intent_items", "headings", "filing_flat", "neighbours" when those sources are on
 
 
 def gather_candidates(
@@ -707,8 +792,9 @@ def gather_candidates(
     allowed: Mapping[str, set[str]] | None = None,
 ) -> Gathered:
     """Every source's candidates for the question of ``analysis`` over the searched ``filings``: the tree search of
-    each wanted Item, then the statement blocks, the sections, the intent Items, the headings and the filing-wide
-    flat matches that the settings switch on; ``allowed``: per filing the chunk ids a filter admits (None: all)."""
+    each wanted Item, then the statement blocks, the sections, the intent Items, the headings, the filing-wide
+    flat matches and the page neighbours that the settings switch on; ``allowed``: per filing the chunk ids a filter
+    admits (None: all)."""
     pool = CandidatePool()
     wanted, query, terms = plan.wanted, analysis.question, list(analysis.content_terms)
     items = add_tree_candidates(
@@ -735,5 +821,7 @@ def gather_candidates(
         extra["filing_flat"] = add_filing_flat_candidates(
             pool, filings, wanted, query_embedding, terms, settings.filing_flat_candidates, allowed
         )
+    if settings.neighbour_candidates:
+        extra["neighbours"] = add_neighbour_candidates(pool, filings, wanted, settings.neighbour_candidates, allowed)
     record_positions(pool, filings)
     return Gathered(pool.ranked(), items, statement_trace, section_trace, extra)

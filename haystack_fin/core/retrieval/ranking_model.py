@@ -44,7 +44,9 @@ MODEL_VERSION = 1
 TREES_MODEL_VERSION = 2
 
 # Candidate sources (``candidates.candidate_source``).
-SOURCES: tuple[str, ...] = ("tree", "flat", "statement", "section", "routed", "heading", "intent_item", "graph")
+SOURCES: tuple[str, ...] = (
+    "tree", "flat", "statement", "section", "routed", "heading", "intent_item", "graph", "neighbour"
+)  # fmt: skip
 
 # Item roles: where in a filing a chunk sits, read from the Item code (10-K, 10-Q "I-2", 8-K "2.02", "EX-99.1").
 ITEM_ROLES: tuple[str, ...] = ("cover", "business", "risk", "mdna", "statements", "exhibit", "other")
