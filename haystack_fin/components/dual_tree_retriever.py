@@ -170,7 +170,8 @@ class DualTreeRetriever(SharedStoreClient):
         :param headings_per_question: how many of a filing's best-matching headings ``heading_candidates`` reads.
         :param filing_flat_candidates: per filing, its best chunks by BM25 + dense fusion over the whole filing.
         :param neighbour_candidates: for this many of the other sources' first candidates (taking turns across
-            sources and filings), the chunks continuing them on the page before and after under the same heading.
+            sources and filings), the prose continuing a prose candidate on the page before and after under the same
+            heading.
         :param return_embedding: give each candidate its unit vector. Off, candidates carry only their cosine to the
             question (``meta["query_cosine"]``), which is all TwoStageRanker and ModalityThresholdFallback read;
             a pipeline copies every component's inputs, so vectors would be copied at every later stage.

@@ -1,6 +1,6 @@
 """Candidate generation: which chunks of the scoped filings reach the ranker, and why.
 
-Four sources, each with its reason in the candidate's ``retrieval`` record:
+The sources, each with its reason in the candidate's ``retrieval`` record:
 
 - **trees**: per (filing, Item) budget, beam search down the Item's summary and question trees plus the best flat
   BM25 + dense matches the beams missed (``tree_search``), ``max(candidates_per_item, 3 * k)`` per Item;
@@ -17,9 +17,9 @@ Four sources, each with its reason in the candidate's ``retrieval`` record:
   headings below the Item titles: an MD&A subsection "Gross Margin", a note "Acquisitions"), closest to the
   question first; the lexicon's heading titles cover the concepts it knows, this covers the others;
 - **filing-wide flat**: the best BM25 + dense matches of the whole filing (FLAM's budgets aside);
-- **neighbours**: for the first candidates of the others (in ``CandidatePool.ranked``'s order), the chunks just before
-  and after them on the previous and next page under the same heading: a note or an MD&A discussion continued over
-  a page break, whose words may repeat little of the question.
+- **neighbours**: for the first prose candidates of the others (in ``CandidatePool.ranked``'s order), the prose
+  nearest them on the page before and the page after under the same heading: a note or an MD&A discussion continued
+  over a page break, whose words may repeat little of the question.
 
 Every candidate records its place in the filing (``retrieval["position"]``, 0 = first chunk, 1 = last).
 
