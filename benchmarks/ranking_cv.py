@@ -28,18 +28,18 @@ from typing import Any
 import numpy as np
 
 from haystack_fin.core.retrieval.ranking_model import FEATURES, HAND_SET_FEATURES
-from haystack_fin.core.retrieval.ranking_replay import ReplayRecord, ReplaySettings, cross_validate, read_dump
+from haystack_fin.core.retrieval.ranking_replay import ReplayRecord, ReplaySettings, Scorer, cross_validate, read_dump
 from haystack_fin.ranker_training import (
     DEFAULT_HAND_SET,
     DEFAULT_TREE_WEIGHT,
     DEFAULT_TREE_WEIGHTING,
     DEFAULT_WEIGHTING,
     WEIGHTINGS,
-    fit_model,
     hand_set_signals,
+    model_fitter,
 )
 
-Fit = Callable[[Sequence[ReplayRecord]], Callable[[ReplayRecord], np.ndarray]]
+Fit = Callable[[Sequence[ReplayRecord]], Scorer]
 
 
 def load(spec: str) -> tuple[str, list[ReplayRecord]]:
@@ -58,21 +58,7 @@ def learned_fit(
 ) -> Fit:
     """The model fitted on the training folds; the ``hand_set`` signals keep their hand-set ratio to dense; ``trees``:
     the boosted trees' weight in the blend, ``tree_weighting`` how they weigh the candidates."""
-
-    def fitted(train: Sequence[ReplayRecord]) -> Callable[[ReplayRecord], np.ndarray]:
-        model = fit_model(
-            train,
-            c,
-            fit=fit,
-            features=features,
-            weighting=weighting,
-            hand_set=hand_set,
-            trees=trees,
-            tree_weighting=tree_weighting,
-        )
-        return lambda r: model.score(r.features)
-
-    return fitted
+    return model_fitter(c, fit, features, weighting, hand_set, trees, tree_weighting)
 
 
 # The studies main() can run: each configuration's learned score against the hand-set one, each signal switched

@@ -13,7 +13,7 @@ doc_name's first part when absent).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from haystack_fin.core.retrieval.ranking_replay import (
     ReplayCandidate,
     ReplayRecord,
     ReplaySettings,
+    Scorer,
     cross_validate,
     evidence_role_ids,
     replay,
@@ -235,6 +236,33 @@ def fit_model(
     return replace(model, trees=ensemble, tree_weight=trees, info={**model.info, **tree_info})
 
 
+def model_fitter(
+    c: float = DEFAULT_C,
+    fit: str = DEFAULT_FIT,
+    features: Sequence[str] = FEATURES,
+    weighting: str = DEFAULT_WEIGHTING,
+    hand_set: Sequence[str] = DEFAULT_HAND_SET,
+    trees: float = DEFAULT_TREE_WEIGHT,
+    tree_weighting: str = DEFAULT_TREE_WEIGHTING,
+) -> Callable[[Sequence[ReplayRecord]], Scorer]:
+    """What the folds fit on their training companies: ``fit_model`` with these arguments, as a scorer of records."""
+
+    def fitted(train: Sequence[ReplayRecord]) -> Scorer:
+        model = fit_model(
+            train,
+            c,
+            fit=fit,
+            features=features,
+            weighting=weighting,
+            hand_set=hand_set,
+            trees=trees,
+            tree_weighting=tree_weighting,
+        )
+        return lambda record: model.score(record.features).tolist()
+
+    return fitted
+
+
 def cross_validate_dump(
     records: Sequence[ReplayRecord],
     c: float = DEFAULT_C,
@@ -247,13 +275,7 @@ def cross_validate_dump(
     tree_weighting: str = DEFAULT_TREE_WEIGHTING,
 ) -> dict[str, Any]:
     """Company-grouped folds: the model fitted on the other companies against the hand-set weights, same folds."""
-
-    def fitted(train: Sequence[ReplayRecord]) -> Any:
-        model = fit_model(
-            train, c, fit=fit, weighting=weighting, hand_set=hand_set, trees=trees, tree_weighting=tree_weighting
-        )
-        return lambda record: model.score(record.features)
-
+    fitted = model_fitter(c, fit, weighting=weighting, hand_set=hand_set, trees=trees, tree_weighting=tree_weighting)
     return cross_validate(
         records,
         fitted,

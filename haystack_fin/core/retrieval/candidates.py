@@ -123,7 +123,6 @@ class FilingState:
     chunk_meta: dict[str, Mapping[str, Any]]
     statement_ids: dict[str, list[str]]  # statement kind -> ids of its blocks, in filing order
     sections: SectionIndex  # chunk ids by the headings above them
-    positions: dict[str, float] = field(default_factory=dict)  # chunk id -> place in the filing, 0..1
     order: list[str] = field(default_factory=list)  # chunk ids in filing order
     _flat: _FlatIndex | None = None
     _headings: _HeadingIndex | None = None
@@ -148,6 +147,11 @@ class FilingState:
             self._order_index = {cid: i for i, cid in enumerate(self.order)}
         return self._order_index
 
+    def position(self, chunk_id: str) -> float | None:
+        """The chunk's place in the filing, 0 (first) to 1 (last); None for a chunk not in ``order``."""
+        at = self.order_index().get(chunk_id)
+        return None if at is None else at / max(len(self.order) - 1, 1)
+
     def heading_index(self) -> _HeadingIndex:
         """The filing's headings below the Item titles as a BM25 corpus (built on first use)."""
         if self._headings is None:
@@ -170,10 +174,8 @@ class FilingState:
         # Chunk ids sort in filing order (zero-padded chunk numbers), which makes the heading order deterministic.
         ordered = sorted(chunk_meta)
         sections = SectionIndex((cid, chunk_meta[cid].get(schema.SECTION_PATH) or ()) for cid in ordered)
-        last = max(len(ordered) - 1, 1)
-        positions = {cid: i / last for i, cid in enumerate(ordered)}
         trees = build_item_trees(filing_id, nodes)
-        return cls(filing_id, index_run, trees, dict(chunk_meta), statement_ids, sections, positions, ordered)
+        return cls(filing_id, index_run, trees, dict(chunk_meta), statement_ids, sections, ordered)
 
     def vector(self, chunk_id: str) -> np.ndarray | None:
         """The chunk's unit vector from its Item tree (None when the chunk is in no tree)."""
@@ -767,7 +769,7 @@ def record_positions(pool: CandidatePool, filings: Mapping[str, FilingState]) ->
     """Write each candidate's place in its filing into its ``retrieval`` record."""
     for candidate in pool.by_id.values():
         filing = filings.get(candidate.filing_id)
-        position = filing.positions.get(candidate.chunk_id) if filing is not None else None
+        position = filing.position(candidate.chunk_id) if filing is not None else None
         if position is not None:
             candidate.retrieval["position"] = round(position, 4)
 
