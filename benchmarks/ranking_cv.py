@@ -10,7 +10,11 @@ page_hit@5, evidence_complete@5 (questions needing 2+ roles) and MRR with whole 
   only where that beats the learned one in the same folds; ``--hand-set`` names those kept);
 - the replay switches (one page at most once, the graph's budget raise, the per-Item cut) under the learned model;
 - pointwise fitting (every question weighing the same, or every candidate) against pairwise, and the
-  regularization strength.
+  regularization strength;
+- the modality fallback (``--parts fallback``): per fold, its thresholds calibrated on the training companies
+  (``haystack-fin calibrate``'s staged sweep, keeping page_hit@5 and evidence_complete@5 while cutting context
+  words) and applied to the held-out ones, against the fallback off and against the thresholds in
+  ``pipelines/query.yaml`` switched on, same folds and model (dumps written with the fallback's inputs).
 
     python benchmarks/ranking_cv.py --config base=dev.jsonl.gz,analyst.jsonl.gz,more.jsonl.gz \\
         --config no_summary=... --out benchmarks/results/ranking/cv.json
@@ -26,9 +30,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
+from haystack_fin.core.retrieval.modality_fallback import FallbackConfig, staged_sweep, threshold_grid
 from haystack_fin.core.retrieval.ranking_model import FEATURES, HAND_SET_FEATURES
-from haystack_fin.core.retrieval.ranking_replay import ReplayRecord, ReplaySettings, Scorer, cross_validate, read_dump
+from haystack_fin.core.retrieval.ranking_replay import (
+    ReplayRecord,
+    ReplaySettings,
+    Scorer,
+    cross_validate,
+    grouped_folds,
+    read_dump,
+    replay_metrics,
+)
 from haystack_fin.ranker_training import (
     DEFAULT_HAND_SET,
     DEFAULT_TREE_WEIGHT,
@@ -64,7 +78,7 @@ def learned_fit(
 # The studies main() can run: each configuration's learned score against the hand-set one, each signal switched
 # between learned and hand-set, the fit's kind and regularization (and the fallback score among the features), the
 # replay switches.
-PARTS: tuple[str, ...] = ("configs", "hybrids", "sweep", "replay")
+PARTS: tuple[str, ...] = ("configs", "hybrids", "sweep", "replay", "fallback")
 SEEDS: tuple[int | None, ...] = (None, 1, 2, 3, 4, 5)  # GroupKFold's balanced folds, then 5 random dealings
 
 
@@ -106,6 +120,105 @@ def study(records: Sequence[ReplayRecord], fit: Fit, settings: ReplaySettings, f
     return out
 
 
+# What the fallback study keeps on the training companies while it cuts words (calibrate keeps page_hit@5 and
+# evidence_recall_bigram@5, which needs passage text a dump does not hold).
+FALLBACK_KEPT = ("page_hit@5", "evidence_complete@5_2plus")
+FALLBACK_METRICS = ("page_hit@5", "evidence_complete@5_2plus", "context_words@5")
+
+
+def _pooled(parts: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Metrics over the union of disjoint question sets from each set's means and counts."""
+    n = sum(p["n"] for p in parts)
+    n2 = sum(p["n_2plus"] for p in parts)
+    return {
+        "page_hit@5": sum(p["page_hit@5"] * p["n"] for p in parts) / n,
+        "evidence_complete@5_2plus": sum(p["evidence_complete@5_2plus"] * p["n_2plus"] for p in parts) / n2
+        if n2
+        else 0.0,
+        "context_words@5": sum(p["context_words@5"] * p["n"] for p in parts) / n,
+    }
+
+
+def calibrate_on(
+    records: Sequence[ReplayRecord],
+    scores: Sequence[Sequence[float]],
+    settings: ReplaySettings,
+    base: FallbackConfig,
+    grids: dict[str, Sequence[float]],
+) -> tuple[dict[str, float], Any]:
+    """``haystack-fin calibrate``'s staged sweep on replayed rankings: the metrics with the fallback off and the
+    chosen row (None: no threshold keeps page_hit@5 and evidence_complete@5 while cutting words)."""
+
+    def row(stage: str, thresholds: Any) -> dict[str, Any]:
+        config = replace(base, thresholds=dict(thresholds))
+        metrics = replay_metrics(records, scores, replace(settings, fallback=config))
+        return {"stage": stage, "thresholds": dict(thresholds), "overall": metrics}
+
+    baseline = replay_metrics(records, scores, settings)
+    _, chosen = staged_sweep(row, grids, baseline, kept=FALLBACK_KEPT)
+    return baseline, chosen
+
+
+def fallback_study(
+    records: Sequence[ReplayRecord],
+    fit: Fit,
+    settings: ReplaySettings,
+    folds: int,
+    base: FallbackConfig,
+    grid: Sequence[float],
+) -> dict[str, Any]:
+    """The modality fallback decided on held-out companies: per fold, the thresholds calibrated on the training
+    companies (their rankings by the fold's model) and applied to the held-out ones; against the fallback off and
+    ``base``'s thresholds (the YAML's) switched on. Mean over ``SEEDS``, per dealing, and each fold's choice."""
+    groups = [r.company for r in records]
+    grids = {"text": grid, "table": grid, "image": grid}
+    variants = ("off", "calibrated", "yaml")
+    dealings: list[dict[str, Any]] = []
+    for seed in SEEDS:
+        parts: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+        chosen_rows: list[dict[str, Any]] = []
+        for train, test in grouped_folds(groups, folds, seed):
+            train_records = [records[i] for i in train]
+            test_records = [records[i] for i in test]
+            scorer = fit(train_records)
+            train_scores = [scorer(r) for r in train_records]
+            test_scores = [scorer(r) for r in test_records]
+            baseline, chosen = calibrate_on(train_records, train_scores, settings, base, grids)
+            calibrated = None if chosen is None else replace(base, thresholds=dict(chosen["thresholds"]))
+            chosen_rows.append(
+                {
+                    "companies": sorted({r.company for r in test_records}),
+                    "thresholds": None if chosen is None else chosen["thresholds"],
+                    "training": {m: round(baseline[m], 4) for m in FALLBACK_METRICS},
+                    "training_chosen": None
+                    if chosen is None
+                    else {m: round(chosen["overall"][m], 4) for m in FALLBACK_METRICS},
+                }
+            )
+            for variant, config in (("off", None), ("calibrated", calibrated), ("yaml", base)):
+                parts[variant].append(replay_metrics(test_records, test_scores, replace(settings, fallback=config)))
+        dealings.append(
+            {
+                "seed": seed,
+                **{v: {m: round(x, 4) for m, x in _pooled(parts[v]).items()} for v in variants},
+                "folds": chosen_rows,
+            }
+        )
+    return {
+        "questions": len(records),
+        "grid": list(grid),
+        "kept": list(FALLBACK_KEPT),
+        "min_counts": dict(base.min_counts),
+        "coverage": base.coverage,
+        "on_insufficient": base.on_insufficient,
+        "yaml_thresholds": dict(base.thresholds),
+        "mean": {
+            v: {m: round(float(np.mean([d[v][m] for d in dealings])), 4) for m in FALLBACK_METRICS} for v in variants
+        },
+        "dealings": dealings,
+    }
+
+
 def line(label: str, result: dict[str, Any]) -> str:
     learned, hand = result["learned"], result["hand-set"]
     return (
@@ -138,6 +251,14 @@ def main() -> None:
         "--parts",
         default=",".join(PARTS),
         help=f"comma-separated studies to run, of {','.join(PARTS)} (default: all)",
+    )
+    parser.add_argument(
+        "--fallback-yaml",
+        default="pipelines/query.yaml",
+        help="the query YAML whose fallback settings (min counts, coverage, thresholds) the fallback study starts from",
+    )
+    parser.add_argument(
+        "--fallback-grid", default="0.2:0.7:0.05", help="START:STOP:STEP of the cosine thresholds the study sweeps"
     )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
@@ -215,6 +336,21 @@ def main() -> None:
     for label, switched in replay_switches if "replay" in parts else ():
         out["replay_switches"][label] = study(records, learned, switched, args.folds)
         print(line(f"switched: {label}", out["replay_switches"][label]), flush=True)
+    if "fallback" in parts:
+        node = yaml.safe_load(Path(args.fallback_yaml).read_text())["components"]["fallback"]["init_parameters"]
+        base = FallbackConfig.from_params(
+            node.get("thresholds"),
+            node.get("min_counts"),
+            node.get("coverage", "any"),
+            node.get("on_insufficient", "all"),
+            node.get("direct_table_weight", 1.0),
+        )
+        start, stop, step = (float(x) for x in args.fallback_grid.split(":"))
+        out["fallback"] = fallback_study(
+            records, learned, settings, args.folds, base, threshold_grid(start, stop, step)
+        )
+        for variant, metrics in out["fallback"]["mean"].items():
+            print(f"fallback {variant:10s} " + "  ".join(f"{m} {v:.4f}" for m, v in metrics.items()), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
     print(f"wrote {args.out}")

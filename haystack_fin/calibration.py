@@ -2,7 +2,7 @@
 
 The seed paper's procedure: sweep the text threshold, then the table threshold at the chosen text threshold, then
 the image threshold; at each stage keep the value that holds page_hit@5 and evidence_recall_bigram@5 at the level
-of the fallback switched off while cutting context_words@5 most (``modality_fallback.choose_row``).
+of the fallback switched off while cutting context_words@5 most (``modality_fallback.staged_sweep``).
 
 Retrieval runs once per question: the shipped query pipeline with the fallback bypassed (``--ablate fallback``)
 returns the ranked passages, and every threshold setting is applied to that same ranked list by the fallback's
@@ -24,11 +24,10 @@ from haystack_fin.components.modality_fallback import ModalityThresholdFallback
 from haystack_fin.core.evaluation import DEFAULT_KS, Question, aggregate, load_questions, score_question
 from haystack_fin.core.retrieval.modality_fallback import (
     HIT_METRIC,
-    MODALITIES,
     RECALL_METRIC,
     WORDS_METRIC,
     FallbackConfig,
-    choose_row,
+    staged_sweep,
 )
 from haystack_fin.evaluation_runner import (
     RETRIEVE_K,
@@ -118,7 +117,7 @@ class Sweep:
         }
 
 
-def _config(base: ModalityThresholdFallback, thresholds: dict[str, float]) -> FallbackConfig:
+def _config(base: ModalityThresholdFallback, thresholds: Mapping[str, float]) -> FallbackConfig:
     return FallbackConfig.from_params(
         thresholds, base.min_counts, base.coverage, base.on_insufficient, base.direct_table_weight
     )
@@ -154,23 +153,10 @@ def run_calibration(
         ranked = collect(fin, questions, setting, quiet)
         sweep = Sweep(fin, base, ranked)
         baseline, mismatches = sweep.baseline()
-        rows: list[dict[str, Any]] = []
-
-        # Text first (every modality at the swept value), then table and image, each at the values chosen before.
-        chosen: Mapping[str, Any] | None = None
-        fixed: dict[str, float] = {}
-        for modality, grid in (
-            ("text", text_grid),
-            ("table", table_grid or text_grid),
-            ("image", image_grid or text_grid),
-        ):
-            stage = [sweep.row(modality, _config(base, {m: fixed.get(m, t) for m in MODALITIES})) for t in grid]
-            rows += stage
-            picked = choose_row(stage if chosen is None else [chosen, *stage], baseline, tolerance)
-            chosen = picked or chosen
-            if chosen is None:
-                break  # no text threshold keeps the hits: nothing to build on
-            fixed[modality] = chosen["thresholds"][modality]
+        grids = {"text": text_grid, "table": table_grid or text_grid, "image": image_grid or text_grid}
+        rows, chosen = staged_sweep(
+            lambda stage, thresholds: sweep.row(stage, _config(base, thresholds)), grids, baseline, tolerance
+        )
     finally:
         fin.close()
     return {

@@ -23,7 +23,9 @@ from tqdm import tqdm
 
 from haystack_fin.core import schema
 from haystack_fin.core.evaluation import load_questions
+from haystack_fin.core.retrieval.modality_fallback import concepts_mentioned
 from haystack_fin.core.retrieval.passage_scoring import FallbackWeights
+from haystack_fin.core.retrieval.question_analysis import analysis_or_own
 from haystack_fin.core.retrieval.ranking_model import (
     FEATURES,
     HAND_SET_FEATURES,
@@ -36,6 +38,7 @@ from haystack_fin.core.retrieval.ranking_model import (
     untie,
 )
 from haystack_fin.core.retrieval.ranking_replay import (
+    FallbackInputs,
     ReplayCandidate,
     ReplayRecord,
     ReplaySettings,
@@ -74,6 +77,8 @@ def dump_features(
     """Index the questions' filings (as ``eval`` does), run the query pipeline on each question in its own filing and
     record the ranker's candidates. Returns the records and a check: how many questions' replayed top 10 (with the
     scores the pipeline used) differs from what the pipeline returned (0 when replay is faithful)."""
+    from haystack_fin.components.modality_fallback import ModalityThresholdFallback, question_concepts
+    from haystack_fin.components.modality_fallback import candidate as fallback_candidate
     from haystack_fin.components.passage_window import PassageWindow
     from haystack_fin.components.two_stage_ranker import TwoStageRanker, _deduplicate
     from haystack_fin.evaluation_runner import HaystackFinRetrieval, index_question_filings
@@ -90,11 +95,13 @@ def dump_features(
     embedder = pipe.get_component("embedder")
     window_component = fin.runner.data["components"]["window"]["init_parameters"]
     ranker_params = fin.runner.data["components"]["ranker"]["init_parameters"]
+    fallback = pipe.get_component("fallback") if "fallback" in fin.runner.data["components"] else None
     settings = ReplaySettings(
         stage1=bool(ranker_params.get("per_item_cut", True)),
         ranker_top_k=int(ranker_params.get("top_k", 20)),
         k=fin.top_k,
         distinct_pages=bool(window_component.get("distinct_pages", False)),
+        fallback=fallback.config if isinstance(fallback, ModalityThresholdFallback) and fallback.enabled else None,
     )
     records: list[ReplayRecord] = []
     mismatches: list[str] = []
@@ -106,6 +113,9 @@ def dump_features(
             scored = ranker.score_candidates(q.question, unique, embedding, result.trace.get("analysis"))
             windows = window.windows(unique)
             chunk_pages = {cid: pages for w in windows for cid, pages in w}
+            analysed = analysis_or_own(q.question, result.trace.get("analysis"))
+            concepts = question_concepts(analysed)
+            words = window.chunk_words(unique)
             candidates = [
                 ReplayCandidate(
                     chunk_id=d.id,
@@ -115,6 +125,8 @@ def dump_features(
                     pages=[int(p) for p in d.meta.get(schema.PAGE_NUMBERS) or []],
                     window=[cid for cid, _ in w],
                     graph_added=(d.meta.get(schema.RETRIEVAL) or {}).get("mode") == "graph",
+                    modality=fallback_candidate(d).modality,
+                    covers=concepts_mentioned(d.content or "", concepts),
                 )
                 for d, w in zip(unique, windows, strict=True)
             ]
@@ -129,6 +141,11 @@ def dump_features(
                 flags=scored.flags,
                 hand_scores=np.asarray(scored.hand_scores, dtype=np.float64),
                 chunk_pages=chunk_pages,
+                fallback_inputs=FallbackInputs(
+                    concepts=[cid for cid, _ in concepts],
+                    statement_weight=max(analysed.statements.values(), default=0.0),
+                    chunk_words={cid: words.get(cid, 0) for cid in chunk_pages},
+                ),
             )
             replayed = [(p.doc_name, p.pages) for p in replay(record, scored.scores, settings)]
             returned = [

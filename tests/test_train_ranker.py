@@ -3,6 +3,7 @@ what the pipeline returned, the model is fitted and written, and the query pipel
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +13,10 @@ from haystack_fin.cli import main
 from haystack_fin.core.evaluation import Question
 from haystack_fin.core.retrieval.passage_scoring import PassageScore
 from haystack_fin.core.retrieval.ranking_model import CandidateFacts, QuestionFlags, RankingModel
-from haystack_fin.core.retrieval.ranking_replay import ReplayCandidate, ReplayRecord, read_dump
+from haystack_fin.core.retrieval.modality_fallback import FallbackConfig
+from haystack_fin.core.retrieval.ranking_replay import ReplayCandidate, ReplayRecord, read_dump, replay
 from haystack_fin.query_runner import QueryRunner
-from haystack_fin.ranker_training import dump_features, fit_model, hand_set_ratios
+from haystack_fin.ranker_training import SHIPPED_REPLAY, dump_features, fit_model, hand_set_ratios
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FILINGS = {"BESTBUY_2023_10Q": "bestbuy-10q-2023-07-29.pdf", "NETFLIX_2015_10K": "netflix-10k-2015.pdf"}
@@ -53,6 +55,20 @@ def test_train_ranker_dumps_fits_and_the_pipeline_runs_the_model(tmp_path, capsy
     assert check == {"questions": 4, "replay_mismatches": []}
     assert {r.company for r in records} == {"best buy", "netflix"}
     assert all(r.features.shape[0] == len(r.candidates) > 0 for r in records)
+
+    # With the modality fallback on, the replay runs it as the pipeline does: the same passages, and it does cut.
+    on = tmp_path / "fallback-on.yaml"
+    on.write_text(
+        "components:\n  fallback:\n    init_parameters:\n      enabled: true\n"
+        "      thresholds: {text: 0.3, table: 0.3, image: 0.3}\n      min_counts: {text: 1}\n"
+    )
+    with_fallback, check = dump_features(str(questions), [str(pdfs)], store, quiet=True, fragments=[str(on)])
+    assert check == {"questions": 4, "replay_mismatches": []}
+    config = FallbackConfig.from_params({"text": 0.3, "table": 0.3, "image": 0.3}, {"text": 1})
+    settings = replace(SHIPPED_REPLAY, k=5)
+    cut = [replay(r, r.hand_scores, replace(settings, fallback=config)) for r in with_fallback]
+    assert cut != [replay(r, r.hand_scores, settings) for r in with_fallback]
+    assert all(r.fallback_inputs and r.fallback_inputs.chunk_words for r in with_fallback)
 
     dump, model_path = tmp_path / "f.jsonl.gz", tmp_path / "model.json"
     argv = ["train-ranker", "--questions", str(questions), "--filings", str(pdfs), "--store", store]

@@ -147,6 +147,13 @@ class PassageWindow(SharedStoreClient):
             for d in documents
         ]
 
+    def chunk_words(self, documents: list[Document]) -> dict[str, int]:
+        """The words of every chunk a window of ``documents`` can hold, by chunk id (``train-ranker`` records them
+        to replay context words; their sum over a window counts the overlap between consecutive chunks and a table's
+        repeated title and header, which the passage holds once: a little more than the passage's words)."""
+        self.warm_up()
+        return {i: len(p.text.split()) for i, p in self._parts(documents).items()}
+
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
         """

@@ -92,6 +92,13 @@ def test_text_hit_grows_within_its_item_and_keeps_provenance(chunks, store):
     # reading order, every chunk's text present
     positions = [passage.content.find(chunks[cid(i)].content.split("\n")[-1][:40]) for i in range(8)]
     assert -1 not in positions and positions == sorted(positions)
+    # the words of every chunk its window can hold, for replaying context words: their sum counts the sentence
+    # a chunk repeats from the one before, which the passage holds once
+    words = PassageWindow(document_store=store, max_words=BIG).chunk_words([hit(chunks, 5)])
+    assert {cid(i) for i in range(8)} <= set(words)
+    assert (
+        0 <= sum(words[cid(i)] for i in range(8)) - len(passage.content.split()) <= 0.02 * len(passage.content.split())
+    )
 
 
 def test_table_block_grows_only_with_its_own_table(chunks, store):

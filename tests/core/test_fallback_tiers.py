@@ -5,11 +5,14 @@ import math
 import pytest
 
 from haystack_fin.core.retrieval.modality_fallback import (
+    HIT_METRIC,
     FallbackCandidate,
     FallbackConfig,
     choose_row,
     concept_phrases,
+    concepts_mentioned,
     decide,
+    staged_sweep,
     threshold_grid,
 )
 from haystack_fin.core.retrieval.passage_scoring import cosines
@@ -139,3 +142,36 @@ def test_choose_row_keeps_hits_and_cuts_words_most():
     assert choose_row(rows, base) is rows[1]
     assert choose_row(rows, base, tolerance=0.03) is rows[2]
     assert choose_row([row(0.9, 0.7, 1600)], base) is None  # keeps hits but cuts nothing
+
+
+def test_known_coverage_stands_in_for_the_text():
+    # A replayed passage has no text: the concepts it mentions are given instead.
+    known = [FallbackCandidate("text", None, "", 0.9, covers=frozenset({"capex"})) for _ in range(3)]
+    assert decide(known, None, CONFIG, [("capex", [])]).tier == "text"
+    unknown = [FallbackCandidate("text", None, "", 0.9, covers=frozenset()) for _ in range(3)]
+    assert decide(unknown, None, CONFIG, [("capex", [])]).tier == "all"
+    assert concepts_mentioned("Purchases of property and equipment rose", CAPEX) == ["capex"]
+
+
+def test_choose_row_keeps_the_metrics_named():
+    base = {"page_hit@5": 0.9, "evidence_complete@5_2plus": 0.7, "context_words@5": 1600}
+    rows = [{"overall": {"page_hit@5": 0.9, "evidence_complete@5_2plus": 0.6, "context_words@5": 900}}]
+    assert choose_row(rows, base, kept=("page_hit@5",)) is rows[0]
+    assert choose_row(rows, base, kept=("page_hit@5", "evidence_complete@5_2plus")) is None
+
+
+def test_staged_sweep_fixes_text_then_table_then_image():
+    # Words fall with each threshold; hits hold while text <= 0.6 and table <= 0.5, whatever the image threshold.
+    def row(stage, thresholds):
+        hit = 0.9 if thresholds["text"] <= 0.6 and thresholds["table"] <= 0.5 else 0.8
+        words = 3000 - 1000 * sum(thresholds.values())
+        return {"stage": stage, "thresholds": dict(thresholds), "overall": {HIT_METRIC: hit, "context_words@5": words}}
+
+    base = {HIT_METRIC: 0.9, "context_words@5": 2000}
+    grid = [0.4, 0.5, 0.6, 0.7]
+    rows, chosen = staged_sweep(row, {"text": grid, "table": grid, "image": grid}, base, kept=(HIT_METRIC,))
+    assert chosen is not None and chosen["thresholds"] == {"text": 0.5, "table": 0.5, "image": 0.7}
+    assert len(rows) == 12
+    # The text stage keeps no row: the sweep stops there.
+    rows, chosen = staged_sweep(row, {"text": [0.7], "table": grid, "image": grid}, base, kept=(HIT_METRIC,))
+    assert chosen is None and len(rows) == 1

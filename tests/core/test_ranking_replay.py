@@ -4,14 +4,17 @@ import numpy as np
 import pytest
 
 from haystack_fin.core.evaluation import Question
+from haystack_fin.core.retrieval.modality_fallback import FallbackConfig
 from haystack_fin.core.retrieval.passage_scoring import PassageScore
 from haystack_fin.core.retrieval.ranking_model import FEATURES, CandidateFacts, QuestionFlags
 from haystack_fin.core.retrieval.ranking_replay import (
+    FallbackInputs,
     ReplayCandidate,
     ReplayRecord,
     ReplaySettings,
     cross_validate,
     evidence_role_ids,
+    fallback_kept,
     grouped_folds,
     read_dump,
     replay,
@@ -115,3 +118,51 @@ def test_evidence_role_ids_align_with_the_stacked_rows() -> None:
     assert roles.tolist() == [0, 1, -1, 0, 0, 1]
     assert len(roles) == len(labels) == len(questions)
     assert ((roles >= 0) == (labels == 1)).all()
+
+
+def fallback_record() -> ReplayRecord:
+    # Best first: a text chunk (cosine 0.8, mentions capex), a table (0.55), a text chunk (0.65), a text chunk (0.2).
+    cands = [cand(1, [10]), cand(2, [30], window=[2, 3]), cand(4, [11]), cand(5, [12])]
+    cands[1].modality = "table"
+    cands[0].covers = ["capex"]
+    rec = record(cands, {30})
+    rec.cosines = [0.8, 0.55, 0.65, 0.2]
+    words = {f"{F}#chunk-{j:05d}": 100 * j for j in (1, 2, 3, 4, 5)}
+    rec.fallback_inputs = FallbackInputs(concepts=["capex"], statement_weight=0.0, chunk_words=words)
+    return rec
+
+
+def test_the_fallback_between_the_cut_and_the_windows_and_context_words() -> None:
+    rec = fallback_record()
+    scores = [0.9, 0.8, 0.7, 0.6]
+    off = ReplaySettings(k=5, stage1=False)
+    assert [p.pages for p in replay(rec, scores, off)] == [[10], [30], [11], [12]]
+    # Two text chunks over 0.6, one mentions capex: the text tier suffices and the table goes.
+    config = FallbackConfig.from_params({"text": 0.6, "table": 0.5}, {"text": 2})
+    assert fallback_kept(rec, [0, 1, 2, 3], config) == [0, 2]
+    on = ReplaySettings(k=5, stage1=False, fallback=config)
+    assert [p.pages for p in replay(rec, scores, on)] == [[10], [11]]
+    assert replay_metrics([rec], [scores], off)["context_words@5"] == 100 + 500 + 400 + 500
+    assert replay_metrics([rec], [scores], on) == pytest.approx(
+        {"n": 1, "page_hit@5": 0.0, "evidence_complete@5_2plus": 0.0, "context_words@5": 500, "n_2plus": 0, "mrr": 0}
+    )
+    # Nobody mentions the concept: no tier suffices and the ranked list passes unchanged.
+    rec.candidates[0].covers = []
+    assert fallback_kept(rec, [0, 1, 2, 3], config) == [0, 1, 2, 3]
+    # A statement named outright starts at the table tier: the table joins the text over threshold.
+    rec.candidates[0].covers = ["capex"]
+    assert rec.fallback_inputs is not None
+    rec.fallback_inputs.statement_weight = 1.0
+    assert fallback_kept(rec, [0, 1, 2, 3], config) == [0, 1, 2]
+
+
+def test_a_dump_without_the_fallback_inputs_says_so(tmp_path) -> None:
+    rec = fallback_record()
+    path = tmp_path / "d.jsonl.gz"
+    write_dump([rec], path)
+    back = read_dump(path)[0]
+    assert back.fallback_inputs == rec.fallback_inputs and back.candidates == rec.candidates
+    old = record([cand(1, [3])], {3})
+    assert "context_words@5" not in replay_metrics([old], [[1.0]])
+    with pytest.raises(ValueError, match="no modality fallback inputs"):
+        replay(old, [1.0], ReplaySettings(fallback=FallbackConfig()))

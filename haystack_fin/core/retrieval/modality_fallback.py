@@ -22,7 +22,7 @@ but its scale belongs to the embedder (MiniLM's cosines sit lower than bge's), s
 embedder (``haystack-fin calibrate``). Passages keep the ranker's order; the fallback only removes.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,12 +46,14 @@ DIRECT_TABLE_WEIGHT = 1.0
 @dataclass(frozen=True)
 class FallbackCandidate:
     """One ranked passage as the fallback sees it: its modality, its embedding and the cosine its retriever recorded
-    (neither: not judged) and its text (for the lexicon coverage check)."""
+    (neither: not judged) and its text (for the lexicon coverage check), or ``covers``: the question's concepts
+    (cluster ids) its text is already known to mention, when the text is not at hand (a replayed ranking)."""
 
     modality: str
     embedding: Sequence[float] | None
     text: str
     cosine: float | None = None
+    covers: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,10 +140,11 @@ def concept_phrases(clusters: Sequence[tuple[str, Sequence[str]]]) -> list[tuple
     return out
 
 
-def _covered(texts: Sequence[str], concepts: Sequence[tuple[str, list[str]]]) -> list[str]:
-    """The concepts (cluster ids) that some text mentions (a phrase as whole words)."""
-    padded = [f" {t} " for t in texts]
-    return [cid for cid, phrases in concepts if any(f" {p} " in t for t in padded for p in phrases)]
+def concepts_mentioned(text: str, concepts: Sequence[tuple[str, list[str]]]) -> list[str]:
+    """The concepts (cluster ids) a passage's text mentions (a phrase as whole words), as the coverage check reads
+    it (a candidate's ``covers``)."""
+    padded = f" {normalize_term(text)} "
+    return [cid for cid, phrases in concepts if any(f" {p} " in padded for p in phrases)]
 
 
 def decide(
@@ -178,12 +181,13 @@ def decide(
     if all(s is None for s in sims):
         return FallbackDecision(list(range(n)), "all", "no embeddings to compare: passages unchanged", start, [], sims)
 
-    normalized: dict[int, str] = {}
+    mentioned: dict[int, frozenset[str]] = {}
 
-    def text_of(i: int) -> str:  # normalized lazily: only passages over a threshold are read
-        if i not in normalized:
-            normalized[i] = normalize_term(candidates[i].text)
-        return normalized[i]
+    def covers(i: int) -> frozenset[str]:  # read lazily: only passages over a threshold are
+        if i not in mentioned:
+            known = candidates[i].covers
+            mentioned[i] = known if known is not None else frozenset(concepts_mentioned(candidates[i].text, concepts))
+        return mentioned[i]
 
     over = {
         m: [
@@ -204,7 +208,8 @@ def decide(
         count_ok = len(keep) >= config.min_count("text") and len(over[tier]) >= (
             config.min_count(tier) if tier != "text" else 0
         )
-        covered = _covered([text_of(i) for i in keep], concepts) if config.coverage != "none" and concepts else []
+        found = {cid for i in keep for cid in covers(i)} if config.coverage != "none" and concepts else set()
+        covered = [cid for cid, _ in concepts if cid in found]
         if config.coverage == "none" or not concepts:
             coverage_ok = True
         elif config.coverage == "any":
@@ -267,20 +272,45 @@ def threshold_grid(start: float, stop: float, step: float) -> list[float]:
 
 
 def choose_row(
-    rows: Sequence[Mapping[str, Any]], baseline: Mapping[str, float], tolerance: float = 0.0
+    rows: Sequence[Mapping[str, Any]],
+    baseline: Mapping[str, float],
+    tolerance: float = 0.0,
+    kept: Sequence[str] = (HIT_METRIC, RECALL_METRIC),
 ) -> Mapping[str, Any] | None:
-    """The seed paper's rule: among the sweep ``rows`` (each with ``overall`` metrics) that keep ``page_hit@5`` and
-    ``evidence_recall_bigram@5`` within ``tolerance`` of ``baseline`` (the fallback off, same run), the one that
-    cuts ``context_words@5`` most; ties go to the earlier row. None when no row keeps both or none cuts words."""
+    """The seed paper's rule: among the sweep ``rows`` (each with ``overall`` metrics) that keep every ``kept``
+    metric (page_hit@5 and evidence_recall_bigram@5) within ``tolerance`` of ``baseline`` (the fallback off, same
+    run), the one that cuts ``context_words@5`` most; ties go to the earlier row. None when no row keeps them all or
+    none cuts words."""
     best: Mapping[str, Any] | None = None
     for row in rows:
         overall = row["overall"]
-        keeps = (
-            overall[HIT_METRIC] >= baseline[HIT_METRIC] - tolerance - 1e-9
-            and overall[RECALL_METRIC] >= baseline[RECALL_METRIC] - tolerance - 1e-9
-        )
+        keeps = all(overall[m] >= baseline[m] - tolerance - 1e-9 for m in kept)
         if not keeps or overall[WORDS_METRIC] >= baseline[WORDS_METRIC]:
             continue
         if best is None or overall[WORDS_METRIC] < best["overall"][WORDS_METRIC]:
             best = row
     return best
+
+
+def staged_sweep(
+    row: Callable[[str, Mapping[str, float]], dict[str, Any]],
+    grids: Mapping[str, Sequence[float]],
+    baseline: Mapping[str, float],
+    tolerance: float = 0.0,
+    kept: Sequence[str] = (HIT_METRIC, RECALL_METRIC),
+) -> tuple[list[dict[str, Any]], Mapping[str, Any] | None]:
+    """The calibration's sweep: the text threshold first (every modality at the swept value), then the table and
+    the image thresholds, each at the values chosen before (``choose_row`` at each stage, the stage's rows against
+    the row chosen so far). ``row(stage, thresholds)`` scores one setting (a dict with ``overall`` metrics and the
+    ``thresholds``). Returns every row and the chosen one (None: no text threshold keeps the baseline)."""
+    rows: list[dict[str, Any]] = []
+    chosen: Mapping[str, Any] | None = None
+    fixed: dict[str, float] = {}
+    for modality in TIERS:
+        stage = [row(modality, {m: fixed.get(m, t) for m in MODALITIES}) for t in grids[modality]]
+        rows += stage
+        chosen = choose_row(stage if chosen is None else [chosen, *stage], baseline, tolerance, kept) or chosen
+        if chosen is None:
+            break  # no text threshold keeps the hits: nothing to build on
+        fixed[modality] = chosen["thresholds"][modality]
+    return rows, chosen

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from haystack_fin.core.evaluation import Passage, Question, score_question
+from haystack_fin.core.retrieval.modality_fallback import FallbackCandidate, FallbackConfig, decide
 from haystack_fin.core.retrieval.passage_scoring import PassageScore
 from haystack_fin.core.retrieval.ranking_model import CandidateFacts, QuestionFlags, feature_matrix
 from haystack_fin.core.retrieval.two_stage_selection import group_budgets, two_stage_select
@@ -41,6 +42,26 @@ class ReplayCandidate:
     pages: list[int]
     window: list[str]
     graph_added: bool = False
+    modality: str = "text"
+    covers: list[str] = field(default_factory=list)  # the question's lexicon concepts its text mentions
+
+
+@dataclass
+class FallbackInputs:
+    """What the modality fallback reads of a question that a dump does not otherwise hold: the question's lexicon
+    concepts (cluster ids), its strongest statement weight, and every window chunk's words (context words)."""
+
+    concepts: list[str]
+    statement_weight: float
+    chunk_words: dict[str, int]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FallbackInputs:
+        return cls(
+            concepts=[str(c) for c in data.get("concepts") or []],
+            statement_weight=float(data.get("statement_weight") or 0.0),
+            chunk_words={str(k): int(v) for k, v in (data.get("chunk_words") or {}).items()},
+        )
 
 
 @dataclass
@@ -58,6 +79,9 @@ class ReplayRecord:
     flags: QuestionFlags
     hand_scores: np.ndarray
     chunk_pages: dict[str, list[int]] = field(default_factory=dict)  # every window chunk's pages
+    # What the modality fallback reads besides the cosines (None: a dump made before it was recorded): the
+    # question's lexicon concepts, its strongest statement weight, every window chunk's words.
+    fallback_inputs: FallbackInputs | None = None
 
     def __post_init__(self) -> None:
         self.features = feature_matrix(self.signals, self.facts, self.cosines, self.flags)
@@ -91,6 +115,8 @@ class ReplayRecord:
                     "pages": c.pages,
                     "window": c.window,
                     "graph_added": c.graph_added,
+                    "modality": c.modality,
+                    "covers": c.covers,
                     "signals": {k: _round(v) for k, v in asdict(signal).items()},
                     "cosine": _round(cosine),
                     "facts": {k: _round(v) if isinstance(v, float) else v for k, v in asdict(fact).items()},
@@ -99,6 +125,7 @@ class ReplayRecord:
             ],
             "hand_scores": [round(float(v), 6) for v in self.hand_scores],
             "chunk_pages": self.chunk_pages,
+            **({"fallback": asdict(self.fallback_inputs)} if self.fallback_inputs else {}),
         }
 
     @classmethod
@@ -124,6 +151,8 @@ class ReplayRecord:
                 pages=[int(p) for p in c["pages"]],
                 window=[str(i) for i in c["window"]],
                 graph_added=bool(c.get("graph_added", False)),
+                modality=str(c.get("modality") or "text"),
+                covers=[str(x) for x in c.get("covers") or []],
             )
             for c in rows
         ]
@@ -138,6 +167,7 @@ class ReplayRecord:
             flags=QuestionFlags(**data.get("flags", {})),
             hand_scores=np.asarray(data["hand_scores"], dtype=np.float64),
             chunk_pages={str(k): [int(p) for p in v] for k, v in (data.get("chunk_pages") or {}).items()},
+            fallback_inputs=FallbackInputs.from_dict(data["fallback"]) if data.get("fallback") else None,
         )
 
 
@@ -173,6 +203,7 @@ class ReplaySettings:
     stage1: bool = True
     graph_budget_raise: bool = True
     distinct_pages: bool = False
+    fallback: FallbackConfig | None = None  # the modality fallback between the ranker's cut and the windows
 
 
 def _budgets(record: ReplayRecord, settings: ReplaySettings) -> list[int | None]:
@@ -199,6 +230,8 @@ class PassageCut:
     shown: set[tuple[str, int]] = field(default_factory=set)
     passages: list[Passage] = field(default_factory=list)
     deferred: list[Passage] = field(default_factory=list)
+    words: list[int] = field(default_factory=list)  # per passage, then per deferred one
+    deferred_words: list[int] = field(default_factory=list)
 
     def offer(self, index: int) -> bool:
         """Take candidate ``index``; True when it was shown as a new passage."""
@@ -210,12 +243,16 @@ class PassageCut:
         own = {cand.chunk_id: cand.pages}
         pages = sorted({p for cid in window for p in self.record.chunk_pages.get(cid, own.get(cid, []))})
         passage = Passage(cand.filing_id, pages, "")
+        inputs = self.record.fallback_inputs
+        words = sum(inputs.chunk_words.get(cid, 0) for cid in window) if inputs else 0
         page_keys = {(cand.filing_id, p) for p in pages}
         if self.settings.distinct_pages and page_keys and page_keys <= self.shown:
             self.deferred.append(passage)
+            self.deferred_words.append(words)
             return False
         self.shown |= page_keys
         self.passages.append(passage)
+        self.words.append(words)
         return True
 
     def full(self) -> bool:
@@ -225,6 +262,11 @@ class PassageCut:
         """The passages shown, then the ones that waited, at most ``settings.k``."""
         return (self.passages + self.deferred)[: self.settings.k]
 
+    def words_out(self) -> list[int]:
+        """The words of each passage ``passages_out`` returns: the sum of its chunks' words, a little more than the
+        passage's own (the overlap of consecutive chunks counts twice); 0 without ``fallback_inputs``."""
+        return (self.words + self.deferred_words)[: self.settings.k]
+
 
 def best_first(scores: Sequence[float], k: int) -> list[int]:
     """The indices of the ``k`` best scores, best first, ties by position (the ranker's order)."""
@@ -233,22 +275,62 @@ def best_first(scores: Sequence[float], k: int) -> list[int]:
 
 def replay(record: ReplayRecord, scores: Sequence[float], settings: ReplaySettings = ReplaySettings()) -> list[Passage]:
     """The passages the pipeline would return for these candidate scores (best first, at most ``settings.k``)."""
+    return replay_cut(record, scores, settings).passages_out()
+
+
+def replay_cut(
+    record: ReplayRecord, scores: Sequence[float], settings: ReplaySettings = ReplaySettings()
+) -> PassageCut:
+    """``replay``'s passages with their words: the ranker's cut, the modality fallback when ``settings`` has one,
+    then the windows."""
     if len(scores) != len(record.candidates):
         raise ValueError(f"{len(scores)} scores for {len(record.candidates)} candidates")
+    cut = PassageCut(record, settings)
     if not record.candidates:
-        return []
+        return cut
     keys = [(c.filing_id, c.item) for c in record.candidates]
     if settings.stage1:
         budgets = group_budgets(keys, settings.ranker_top_k, _budgets(record, settings))
         selected = [r.index for r in two_stage_select(list(scores), keys, budgets, settings.ranker_top_k).selected]
     else:
         selected = best_first(scores, settings.ranker_top_k)
-    cut = PassageCut(record, settings)
+    if settings.fallback is not None:
+        selected = fallback_kept(record, selected, settings.fallback)
     for i in selected:
         cut.offer(i)
         if cut.full():
             break
-    return cut.passages_out()
+    return cut
+
+
+def fallback_kept(record: ReplayRecord, ranked: Sequence[int], config: FallbackConfig) -> list[int]:
+    """The candidates (indexes, best first) the modality fallback keeps of the ranker's output ``ranked``, judged
+    as ``ModalityThresholdFallback`` judges them: recorded cosines, modality, the concepts each text mentions."""
+    inputs = record.fallback_inputs
+    if inputs is None:
+        raise ValueError(
+            f"question {record.question.financebench_id}: its dump holds no modality fallback inputs "
+            "(written before they were recorded); dump it again"
+        )
+    candidates = [
+        FallbackCandidate(
+            modality=record.candidates[i].modality,
+            embedding=None,
+            text="",
+            cosine=record.cosines[i],
+            covers=frozenset(record.candidates[i].covers),
+        )
+        for i in ranked
+    ]
+    decision = decide(
+        candidates,
+        None,
+        config,
+        [(cid, []) for cid in inputs.concepts],
+        {"strongest": inputs.statement_weight},
+        precomputed_cosines=[record.cosines[i] for i in ranked],
+    )
+    return [ranked[j] for j in decision.keep]
 
 
 def replay_metrics(
@@ -257,15 +339,18 @@ def replay_metrics(
     settings: ReplaySettings = ReplaySettings(),
     ks: tuple[int, ...] = (5,),
 ) -> dict[str, float]:
-    """Means over ``records``: page_hit@k, mrr, evidence_complete@k over questions needing 2+ roles (or pages), and
-    the number of questions of each kind."""
+    """Means over ``records``: page_hit@k, mrr, evidence_complete@k over questions needing 2+ roles (or pages),
+    context_words@k when every record holds its chunks' words, and the number of questions of each kind."""
     hits: dict[int, list[float]] = {k: [] for k in ks}
     complete: dict[int, list[float]] = {k: [] for k in ks}
     mrr: list[float] = []
+    words: dict[int, list[float]] = {k: [] for k in ks}
     for record, record_scores in zip(records, scores, strict=True):
-        row = score_question(record.question, replay(record, record_scores, settings), (*ks, 10))
+        cut = replay_cut(record, record_scores, settings)
+        row = score_question(record.question, cut.passages_out(), (*ks, 10))
         for k in ks:
             hits[k].append(row[f"page_hit@{k}"])
+            words[k].append(float(sum(cut.words_out()[:k])))
             if len(record.question.required_pages()) >= 2:
                 complete[k].append(row[f"evidence_complete@{k}"])
         mrr.append(row["mrr"])
@@ -273,6 +358,8 @@ def replay_metrics(
     for k in ks:
         out[f"page_hit@{k}"] = float(np.mean(hits[k])) if hits[k] else 0.0
         out[f"evidence_complete@{k}_2plus"] = float(np.mean(complete[k])) if complete[k] else 0.0
+        if all(r.fallback_inputs for r in records):
+            out[f"context_words@{k}"] = float(np.mean(words[k])) if words[k] else 0.0
     out["n_2plus"] = float(len(complete[ks[0]])) if ks else 0.0
     out["mrr"] = float(np.mean(mrr)) if mrr else 0.0
     return out
