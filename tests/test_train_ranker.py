@@ -11,9 +11,9 @@ import pytest
 
 from haystack_fin.cli import main
 from haystack_fin.core.evaluation import Question
+from haystack_fin.core.retrieval.modality_fallback import FallbackConfig
 from haystack_fin.core.retrieval.passage_scoring import PassageScore
 from haystack_fin.core.retrieval.ranking_model import CandidateFacts, QuestionFlags, RankingModel
-from haystack_fin.core.retrieval.modality_fallback import FallbackConfig
 from haystack_fin.core.retrieval.ranking_replay import ReplayCandidate, ReplayRecord, read_dump, replay
 from haystack_fin.query_runner import QueryRunner
 from haystack_fin.ranker_training import SHIPPED_REPLAY, dump_features, fit_model, hand_set_ratios
