@@ -2,8 +2,8 @@
 companies' dumps and ``eval financebench`` runs the held-out companies' questions with it (single setting).
 
 The replay (``ranking_cv.py``) scores rankings without re-running retrieval; this checks that replay against the
-pipeline, and measures what replay cannot (evidence recall, the modality fallback). Each question is answered by a
-model that never saw its company.
+pipeline, and measures what replay cannot (evidence recall, which needs the passages' text). Each question is
+answered by a model that never saw its company.
 
     python benchmarks/fold_eval.py --dumps 'base-*.jsonl.gz' \\
         --set dev=/work/shared/data/financebench-dev/questions.jsonl@/work/stores/dev-rank@DEV_PDFS \\
