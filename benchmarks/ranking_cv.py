@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,7 @@ def learned_fit(
 
 # The studies main() can run: each configuration's learned score against the hand-set one, each signal switched
 # between learned and hand-set, the fit's kind and regularization (and the fallback score among the features), the
-# replay switches.
+# replay switches, the modality fallback calibrated on the training companies.
 PARTS: tuple[str, ...] = ("configs", "hybrids", "sweep", "replay", "fallback")
 SEEDS: tuple[int | None, ...] = (None, 1, 2, 3, 4, 5)  # GroupKFold's balanced folds, then 5 random dealings
 
@@ -145,7 +145,7 @@ def calibrate_on(
     settings: ReplaySettings,
     base: FallbackConfig,
     grids: dict[str, Sequence[float]],
-) -> tuple[dict[str, float], Any]:
+) -> tuple[dict[str, float], Mapping[str, Any] | None]:
     """``haystack-fin calibrate``'s staged sweep on replayed rankings: the metrics with the fallback off and the
     chosen row (None: no threshold keeps page_hit@5 and evidence_complete@5 while cutting words)."""
 
@@ -258,7 +258,7 @@ def main() -> None:
         help="the query YAML whose fallback settings (min counts, coverage, thresholds) the fallback study starts from",
     )
     parser.add_argument(
-        "--fallback-grid", default="0.2:0.7:0.05", help="START:STOP:STEP of the cosine thresholds the study sweeps"
+        "--fallback-grid", default="0.2:0.9:0.05", help="START:STOP:STEP of the cosine thresholds the study sweeps"
     )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()

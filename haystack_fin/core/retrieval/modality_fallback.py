@@ -183,7 +183,7 @@ def decide(
 
     mentioned: dict[int, frozenset[str]] = {}
 
-    def covers(i: int) -> frozenset[str]:  # read lazily: only passages over a threshold are
+    def covers(i: int) -> frozenset[str]:  # lazily: only the texts of passages over a threshold are read
         if i not in mentioned:
             known = candidates[i].covers
             mentioned[i] = known if known is not None else frozenset(concepts_mentioned(candidates[i].text, concepts))

@@ -2,11 +2,13 @@
 
 ``train-ranker`` runs the query pipeline once per labelled question and dumps what the ranker was given: every
 candidate's features (``ranking_model.FEATURES``), the hand-set fallback score, its (filing, Item) group and budget,
-its pages, and the chunks its passage window would hold. ``replay`` then does what the pipeline does after scoring:
-the two-stage cut (``two_stage_selection``), the passage windows (a chunk already inside a better passage is skipped;
-``PassageWindow``), optionally one page at most once while another page qualifies, and the top k, and
-``replay_metrics`` scores the passages with ``core.evaluation``'s page_hit@k, evidence_complete@k and MRR. Fitting
-and cross-validation (``grouped_folds``: whole companies held out) then cost seconds, not a retrieval run per try.
+its pages, the chunks its passage window would hold, and what the modality fallback reads (``FallbackInputs``).
+``replay`` then does what the pipeline does after scoring: the two-stage cut (``two_stage_selection``), optionally
+the modality fallback (``ReplaySettings.fallback``), the passage windows (a chunk already inside a better passage is
+skipped; ``PassageWindow``), optionally one page at most once while another page qualifies, and the top k, and
+``replay_metrics`` scores the passages with ``core.evaluation``'s page_hit@k, evidence_complete@k and MRR (and
+context words). Fitting and cross-validation (``grouped_folds``: whole companies held out) then cost seconds, not a
+retrieval run per try.
 """
 
 from __future__ import annotations
