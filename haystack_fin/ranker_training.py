@@ -75,8 +75,9 @@ def dump_features(
     timeout_s: float | None = 600,
 ) -> tuple[list[ReplayRecord], dict[str, Any]]:
     """Index the questions' filings (as ``eval`` does), run the query pipeline on each question in its own filing and
-    record the ranker's candidates. Returns the records and a check: how many questions' replayed top 10 (with the
-    scores the pipeline used) differs from what the pipeline returned (0 when replay is faithful)."""
+    record the ranker's candidates (and what the modality fallback reads of them). Returns the records and a check:
+    how many questions' replayed top 10 (with the scores the pipeline used, and the pipeline's fallback when it is
+    enabled) differs from what the pipeline returned (0 when replay is faithful)."""
     from haystack_fin.components.modality_fallback import ModalityThresholdFallback, question_concepts
     from haystack_fin.components.modality_fallback import candidate as fallback_candidate
     from haystack_fin.components.passage_window import PassageWindow
