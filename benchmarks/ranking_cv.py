@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from haystack_fin.components.modality_fallback import ModalityThresholdFallback
 from haystack_fin.core.retrieval.modality_fallback import FallbackConfig, staged_sweep, threshold_grid
 from haystack_fin.core.retrieval.ranking_model import FEATURES, HAND_SET_FEATURES
 from haystack_fin.core.retrieval.ranking_replay import (
@@ -337,14 +338,8 @@ def main() -> None:
         out["replay_switches"][label] = study(records, learned, switched, args.folds)
         print(line(f"switched: {label}", out["replay_switches"][label]), flush=True)
     if "fallback" in parts:
-        node = yaml.safe_load(Path(args.fallback_yaml).read_text())["components"]["fallback"]["init_parameters"]
-        base = FallbackConfig.from_params(
-            node.get("thresholds"),
-            node.get("min_counts"),
-            node.get("coverage", "any"),
-            node.get("on_insufficient", "all"),
-            node.get("direct_table_weight", 1.0),
-        )
+        node = yaml.safe_load(Path(args.fallback_yaml).read_text())["components"]["fallback"]
+        base = ModalityThresholdFallback.from_dict(node).config
         start, stop, step = (float(x) for x in args.fallback_grid.split(":"))
         out["fallback"] = fallback_study(
             records, learned, settings, args.folds, base, threshold_grid(start, stop, step)

@@ -330,7 +330,6 @@ def fallback_kept(record: ReplayRecord, ranked: Sequence[int], config: FallbackC
         config,
         [(cid, []) for cid in inputs.concepts],
         {"strongest": inputs.statement_weight},
-        precomputed_cosines=[record.cosines[i] for i in ranked],
     )
     return [ranked[j] for j in decision.keep]
 
