@@ -46,6 +46,8 @@ from haystack_fin.core.retrieval.ranking_replay import (
 )
 from haystack_fin.ranker_training import (
     DEFAULT_HAND_SET,
+    DEFAULT_TERM_PAIR_C,
+    DEFAULT_TERM_PAIRS,
     DEFAULT_TREE_WEIGHT,
     DEFAULT_TREE_WEIGHTING,
     DEFAULT_WEIGHTING,
@@ -70,10 +72,13 @@ def learned_fit(
     hand_set: Sequence[str] = DEFAULT_HAND_SET,
     trees: float = DEFAULT_TREE_WEIGHT,
     tree_weighting: str = DEFAULT_TREE_WEIGHTING,
+    term_pairs: float = DEFAULT_TERM_PAIRS,
+    term_pair_c: float = DEFAULT_TERM_PAIR_C,
 ) -> Fit:
     """The model fitted on the training folds; the ``hand_set`` signals keep their hand-set ratio to dense; ``trees``:
-    the boosted trees' weight in the blend, ``tree_weighting`` how they weigh the candidates."""
-    return model_fitter(c, fit, features, weighting, hand_set, trees, tree_weighting)
+    the boosted trees' weight in the blend, ``tree_weighting`` how they weigh the candidates; ``term_pairs``: the
+    term-pair model's weight (0: none), ``term_pair_c`` its regularization."""
+    return model_fitter(c, fit, features, weighting, hand_set, trees, tree_weighting, term_pairs, term_pair_c)
 
 
 # The studies main() can run: each configuration's learned score against the hand-set one, each signal switched
@@ -242,6 +247,10 @@ def main() -> None:
     parser.add_argument(
         "--trees", type=float, default=DEFAULT_TREE_WEIGHT, help="boosted trees' weight in the score (0: logistic only)"
     )
+    parser.add_argument(
+        "--term-pairs", type=float, default=DEFAULT_TERM_PAIRS, help="the term-pair model's weight (0: none)"
+    )
+    parser.add_argument("--term-pair-c", type=float, default=DEFAULT_TERM_PAIR_C, help="its regularization")
     parser.add_argument("--no-per-item-cut", action="store_true", help="replay without the ranker's per-Item cut")
     parser.add_argument("--distinct-pages", action="store_true", help="replay with one page at most once")
     parser.add_argument("--folds", type=int, default=5)
@@ -284,13 +293,16 @@ def main() -> None:
         "hand_set": hand_set,
         "trees": args.trees,
         "tree_weighting": tw,
+        "term_pairs": args.term_pairs,
+        "term_pair_c": args.term_pair_c,
         "folds": args.folds,
         "seeds": list(SEEDS),
         "settings": {"per_item_cut": settings.stage1, "distinct_pages": settings.distinct_pages},
         "configs": {},
     }
+    pairs = {"term_pairs": args.term_pairs, "term_pair_c": args.term_pair_c}
     learned = learned_fit(
-        args.c, args.fit, weighting=args.weighting, hand_set=hand_set, trees=args.trees, tree_weighting=tw
+        args.c, args.fit, weighting=args.weighting, hand_set=hand_set, trees=args.trees, tree_weighting=tw, **pairs
     )
     for name, records in configs.items() if "configs" in parts else ():
         out["configs"][name] = study(records, learned, settings, args.folds)
@@ -305,7 +317,13 @@ def main() -> None:
         out["hybrids"][label] = study(
             records,
             learned_fit(
-                args.c, args.fit, weighting=args.weighting, hand_set=toggled, trees=args.trees, tree_weighting=tw
+                args.c,
+                args.fit,
+                weighting=args.weighting,
+                hand_set=toggled,
+                trees=args.trees,
+                tree_weighting=tw,
+                **pairs,
             ),
             settings,
             args.folds,
@@ -316,14 +334,16 @@ def main() -> None:
     for fit, weighting in sweeps if "sweep" in parts else ():
         for c in sweep_c:
             label = f"{fit} C={c}" if fit == "pairwise" else f"{fit} by {weighting} C={c}"
-            fitted = learned_fit(c, fit, weighting=weighting, hand_set=hand_set, trees=args.trees, tree_weighting=tw)
+            fitted = learned_fit(
+                c, fit, weighting=weighting, hand_set=hand_set, trees=args.trees, tree_weighting=tw, **pairs
+            )
             out["model_sweep"][label] = study(records, fitted, settings, args.folds)
             print(line(label, out["model_sweep"][label]), flush=True)
     if "sweep" in parts:
         no_stacking = tuple(f for f in FEATURES if f != "fallback_score")
         out["without_fallback_score"] = study(
             records,
-            learned_fit(args.c, args.fit, no_stacking, args.weighting, hand_set, args.trees, tw),
+            learned_fit(args.c, args.fit, no_stacking, args.weighting, hand_set, args.trees, tw, **pairs),
             settings,
             args.folds,
         )

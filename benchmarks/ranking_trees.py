@@ -41,7 +41,7 @@ class Fits:
         def fitted(train: Sequence[ReplayRecord]) -> Scorer:
             key = tuple(sorted(r.question.financebench_id for r in train))
             if key not in self.cache:
-                self.cache[key] = fit_model(train, trees=1.0)
+                self.cache[key] = fit_model(train, trees=1.0, term_pairs=0.0)
             full = self.cache[key]
             model = replace(full, trees=None, tree_weight=0.0) if weight == 0 else replace(full, tree_weight=weight)
             return lambda record: model.score(record.features)

@@ -61,6 +61,14 @@ def _unit_weight(text: str) -> float:
     return _number(text, float, "a weight", lambda v: 0 <= v <= 1, "must be between 0 and 1")
 
 
+def _non_negative_float(text: str) -> float:
+    return _number(text, float, "a number", lambda v: v >= 0 and math.isfinite(v), "must be 0 or more")
+
+
+def _positive_float(text: str) -> float:
+    return _number(text, float, "a number", lambda v: v > 0 and math.isfinite(v), "must be more than 0")
+
+
 def _timeout(text: str) -> float:
     return _number(
         text,
@@ -638,6 +646,8 @@ def cmd_train_ranker(args: argparse.Namespace) -> int:
         "hand_set": training.hand_set_signals(args.hand_set),
         "trees": args.trees,
         "tree_weighting": args.tree_weighting,
+        "term_pairs": args.term_pairs,
+        "term_pair_c": args.term_pair_c,
     }
     if args.folds > 1:
         cv = training.cross_validate_dump(records, n_splits=args.folds, **fit_args)
@@ -913,6 +923,21 @@ def build_parser() -> argparse.ArgumentParser:
         choices=_WEIGHTINGS,
         default="question",
         help="how the trees weigh the candidates, as --weighting (default question, as shipped)",
+    )
+    p.add_argument(
+        "--term-pairs",
+        type=_non_negative_float,
+        default=0.5,
+        metavar="WEIGHT",
+        help="weight of the term-pair model (question word x passage word, fitted on the candidates' words) in the "
+        "score's log-odds (default 0.5, as shipped; 0: none, which also fits dumps made without the words)",
+    )
+    p.add_argument(
+        "--term-pair-c",
+        type=_positive_float,
+        default=3.0,
+        metavar="C",
+        help="inverse regularization of the term-pair model (default 3.0, as shipped)",
     )
     p.add_argument(
         "--fragment",

@@ -48,6 +48,7 @@ from haystack_fin.core.retrieval.ranking_replay import (
     replay,
     stack,
 )
+from haystack_fin.core.retrieval.term_pairs import fit_term_pairs, passage_words
 
 
 def question_companies(path: str | Path) -> dict[str, str]:
@@ -77,7 +78,8 @@ def dump_features(
     """Index the questions' filings (as ``eval`` does), run the query pipeline on each question in its own filing and
     record the ranker's candidates (and what the modality fallback reads of them). Returns the records and a check:
     how many questions' replayed top 10 (with the scores the pipeline used, and the pipeline's fallback when it is
-    enabled) differs from what the pipeline returned (0 when replay is faithful)."""
+    enabled) differs from what the pipeline returned, or whose scores from the record (its features and words) differ
+    from the ranker's (0 when replay is faithful)."""
     from haystack_fin.components.modality_fallback import ModalityThresholdFallback, question_concepts
     from haystack_fin.components.modality_fallback import candidate as fallback_candidate
     from haystack_fin.components.passage_window import PassageWindow
@@ -104,6 +106,8 @@ def dump_features(
         distinct_pages=bool(window_component.get("distinct_pages", False)),
         fallback=fallback.config if isinstance(fallback, ModalityThresholdFallback) and fallback.enabled else None,
     )
+    # the model the ranker runs, to check that a record's scores from its dumped features and words are the ranker's
+    model = RankingModel.load(ranker.scoring_model) if ranker.scoring_model and ranker.model is None else None
     records: list[ReplayRecord] = []
     mismatches: list[str] = []
     try:
@@ -128,6 +132,7 @@ def dump_features(
                     graph_added=(d.meta.get(schema.RETRIEVAL) or {}).get("mode") == "graph",
                     modality=fallback_candidate(d).modality,
                     covers=concepts_mentioned(d.content or "", concepts),
+                    words=passage_words(d.content or ""),
                 )
                 for d, w in zip(unique, windows, strict=True)
             ]
@@ -153,7 +158,8 @@ def dump_features(
                 (str(d.meta.get(schema.FILING_ID)), [int(p) for p in d.meta.get(schema.PAGE_NUMBERS) or []])
                 for d in result.passages
             ]
-            if replayed != returned:
+            rescored = record.model_scores(model) if model is not None else scored.scores
+            if replayed != returned or not np.allclose(rescored, scored.scores, rtol=0, atol=1e-9):
                 mismatches.append(q.financebench_id)
             records.append(record)
     finally:
@@ -176,6 +182,11 @@ DEFAULT_C = 0.1
 DEFAULT_HAND_SET: tuple[str, ...] = ("lexical",)
 # The boosted trees' weight in the score's log-odds (0: the logistic model alone), chosen by the same folds.
 DEFAULT_TREE_WEIGHT = 0.25
+# The term pairs' weight in the score's log-odds (0: none), their regularization and the smallest pair weight kept
+# (smaller ones barely move a score and would fill the model file), chosen by the same folds.
+DEFAULT_TERM_PAIRS = 0.5
+DEFAULT_TERM_PAIR_C = 3.0
+DEFAULT_TERM_PAIR_MIN_WEIGHT = 0.05
 # The shipped query.yaml's steps after scoring: one cut across Items, one page at most once in the top k.
 SHIPPED_REPLAY = ReplaySettings(stage1=False, distinct_pages=True)
 
@@ -213,12 +224,16 @@ def fit_model(
     hand_set: Sequence[str] = DEFAULT_HAND_SET,
     trees: float = DEFAULT_TREE_WEIGHT,
     tree_weighting: str = DEFAULT_TREE_WEIGHTING,
+    term_pairs: float = DEFAULT_TERM_PAIRS,
+    term_pair_c: float = DEFAULT_TERM_PAIR_C,
 ) -> RankingModel:
     """The ranking model fitted on every candidate of ``records``: ``fit`` "pairwise" (the order within each
     question) or "pointwise" (each candidate's label; ``weighting`` "question": every question weighs the same,
     "candidate": every candidate does, "role": every evidence role of every question does); the ``hand_set``
     signals keep their hand-set ratio to dense; with ``trees`` > 0, boosted trees over every feature, weighed by
-    ``tree_weighting``, are blended in at that weight."""
+    ``tree_weighting``, are blended in at that weight; with ``term_pairs`` > 0, a term-pair model
+    (``core.retrieval.term_pairs``, regularization ``term_pair_c``) fitted on the dumped candidates' words adds its
+    log-odds at that weight."""
     if fit not in FITS:
         raise ValueError(f"fit must be one of {FITS}, got {fit!r}")
     for name, value in (("weighting", weighting), ("tree_weighting", tree_weighting)):
@@ -226,6 +241,9 @@ def fit_model(
             raise ValueError(f"{name} must be one of {WEIGHTINGS}, got {value!r}")
     if not 0.0 <= trees <= 1.0:
         raise ValueError(f"trees must be a weight in [0, 1], got {trees}")
+    if term_pairs < 0 or term_pair_c <= 0:
+        raise ValueError(f"term_pairs must be >= 0 and term_pair_c > 0, got {term_pairs} and {term_pair_c}")
+    examples = [r.pair_example() for r in records] if term_pairs else []
     ratios = {f: r for f, r in hand_set_ratios(hand_set).items() if f in features}
     matrix, labels, questions = stack(records)
     rows = matrix
@@ -241,6 +259,10 @@ def fit_model(
             matrix, labels, features, c=c, info={**details, **(info or {})}, question_ids=by_question, roles=roles
         )
     model = untie(model, ratios) if ratios else model
+    if term_pairs:
+        pairs = fit_term_pairs(examples, c=term_pair_c, min_weight=DEFAULT_TERM_PAIR_MIN_WEIGHT)
+        pair_info = {"term_pair_weight": term_pairs, "term_pair_c": term_pair_c, "term_pairs": len(pairs.pairs)}
+        model = replace(model, term_pairs=pairs, term_pair_weight=term_pairs, info={**model.info, **pair_info})
     if not trees:
         return model
     tree_questions, tree_roles = _weighing(tree_weighting, records, questions)
@@ -262,6 +284,8 @@ def model_fitter(
     hand_set: Sequence[str] = DEFAULT_HAND_SET,
     trees: float = DEFAULT_TREE_WEIGHT,
     tree_weighting: str = DEFAULT_TREE_WEIGHTING,
+    term_pairs: float = DEFAULT_TERM_PAIRS,
+    term_pair_c: float = DEFAULT_TERM_PAIR_C,
 ) -> Callable[[Sequence[ReplayRecord]], Scorer]:
     """What the folds fit on their training companies: ``fit_model`` with these arguments, as a scorer of records."""
 
@@ -275,8 +299,10 @@ def model_fitter(
             hand_set=hand_set,
             trees=trees,
             tree_weighting=tree_weighting,
+            term_pairs=term_pairs,
+            term_pair_c=term_pair_c,
         )
-        return lambda record: model.score(record.features).tolist()
+        return lambda record: record.model_scores(model).tolist()
 
     return fitted
 
@@ -291,9 +317,20 @@ def cross_validate_dump(
     hand_set: Sequence[str] = DEFAULT_HAND_SET,
     trees: float = DEFAULT_TREE_WEIGHT,
     tree_weighting: str = DEFAULT_TREE_WEIGHTING,
+    term_pairs: float = DEFAULT_TERM_PAIRS,
+    term_pair_c: float = DEFAULT_TERM_PAIR_C,
 ) -> dict[str, Any]:
     """Company-grouped folds: the model fitted on the other companies against the hand-set weights, same folds."""
-    fitted = model_fitter(c, fit, weighting=weighting, hand_set=hand_set, trees=trees, tree_weighting=tree_weighting)
+    fitted = model_fitter(
+        c,
+        fit,
+        weighting=weighting,
+        hand_set=hand_set,
+        trees=trees,
+        tree_weighting=tree_weighting,
+        term_pairs=term_pairs,
+        term_pair_c=term_pair_c,
+    )
     return cross_validate(
         records,
         fitted,

@@ -82,12 +82,18 @@ def test_train_ranker_dumps_fits_and_the_pipeline_runs_the_model(tmp_path, capsy
     assert model.info["tree_weighting"] == "question"
     assert set(model.info["hand_set_ratios_to_dense"]) == {"lexical"}  # BM25 at its hand-set ratio to dense
     assert model.trees is not None and model.tree_weight == model.info["tree_weight"] == 0.25  # trees blended in
+    assert model.term_pairs is not None and model.term_pair_weight == 0.5  # term pairs fitted on the dumped words
+    assert all(c.words for r in read_dump(dump) for c in r.candidates)
     linear_path = tmp_path / "linear.json"
     linear_argv = ["train-ranker", "--from-dump", str(dump), "--out", str(linear_path), "--folds", "0"]
-    assert main([*linear_argv, "--trees", "0"]) == 0
+    assert main([*linear_argv, "--trees", "0", "--term-pairs", "0"]) == 0
     linear = RankingModel.load(linear_path)
     # the same logistic part (the dump rounds features to 6 decimals)
-    assert linear.trees is None and np.allclose(linear.coefficients, model.coefficients, atol=1e-4)
+    assert (
+        linear.trees is None
+        and linear.term_pairs is None
+        and np.allclose(linear.coefficients, model.coefficients, atol=1e-4)
+    )
     by_question_path = tmp_path / "by-question.json"
     by_question_argv = ["train-ranker", "--from-dump", str(dump), "--out", str(by_question_path), "--folds", "0"]
     assert main([*by_question_argv, "--weighting", "question"]) == 0
@@ -121,17 +127,27 @@ def test_hand_set_ratios_name_the_fallback_signals():
         hand_set_ratios(["bm25"])
 
 
-def _synthetic_records(n: int = 12) -> list[ReplayRecord]:
-    """Questions with two evidence roles (a table on page 1 or 2, a paragraph on page 9) among ten candidates."""
+def _synthetic_records(n: int = 12, words: bool = False) -> list[ReplayRecord]:
+    """Questions with two evidence roles (a table on page 1 or 2, a paragraph on page 9) among ten candidates; with
+    ``words``, the paragraph says "driven" where the others do not."""
     rng = np.random.default_rng(4)
     records = []
     for q in range(n):
         pages = [1, 2, 1, 9, 3, 4, 5, 6, 7, 8]
         cands = [
-            ReplayCandidate(f"F{q}#chunk-{i:05d}", f"F{q}", "7", 2, [p], [f"F{q}#chunk-{i:05d}"])
+            ReplayCandidate(
+                f"F{q}#chunk-{i:05d}",
+                f"F{q}",
+                "7",
+                2,
+                [p],
+                [f"F{q}#chunk-{i:05d}"],
+                words=(["driven", "margin"] if p == 9 else ["margin"]) if words else None,
+            )
             for i, p in enumerate(pages)
         ]
-        question = Question(f"q{q}", f"F{q}", "t", "?", {1, 2, 9}, [], {"table": {1, 2}, "text": {9}})
+        text = "What drove the margin?" if words else "?"
+        question = Question(f"q{q}", f"F{q}", "t", text, {1, 2, 9}, [], {"table": {1, 2}, "text": {9}})
         dense = rng.random(len(cands))
         signals = [PassageScore(float(d), dense=float(d), lexical=float(rng.random()), table=None) for d in dense]
         facts = [CandidateFacts("tree", item="7", is_table=p in (1, 2)) for p in pages]
@@ -143,13 +159,27 @@ def _synthetic_records(n: int = 12) -> list[ReplayRecord]:
 
 def test_the_trees_weigh_the_candidates_by_their_own_weighting():
     records = _synthetic_records()
-    by_role = fit_model(records, weighting="role", tree_weighting="question")
-    by_question = fit_model(records, weighting="question", tree_weighting="question")
+    by_role = fit_model(records, weighting="role", tree_weighting="question", term_pairs=0.0)
+    by_question = fit_model(records, weighting="question", tree_weighting="question", term_pairs=0.0)
     assert by_role.info["weighting"] == "role" and by_role.info["tree_weighting"] == "question"
     assert by_role.trees is not None and by_question.trees is not None
     assert by_role.trees.to_dict() == by_question.trees.to_dict()  # only the logistic part weighs by role
     assert not np.allclose(by_role.coefficients, by_question.coefficients)
-    trees_by_role = fit_model(records, weighting="question", tree_weighting="role")
+    trees_by_role = fit_model(records, weighting="question", tree_weighting="role", term_pairs=0.0)
     assert trees_by_role.trees is not None and trees_by_role.trees.to_dict() != by_question.trees.to_dict()
     with pytest.raises(ValueError, match="tree_weighting must be one of"):
         fit_model(records, tree_weighting="roles")
+
+
+def test_the_term_pairs_are_fitted_on_the_dumped_words():
+    records = _synthetic_records(40, words=True)  # 40 candidates say "driven": enough to enter the vocabulary
+    model = fit_model(records, trees=0.0)
+    assert model.term_pairs is not None and model.term_pair_weight == model.info["term_pair_weight"] == 0.5
+    assert model.term_pairs.question_vocabulary == ("drove", "margin")  # asked of four companies
+    scores = records[0].model_scores(model)
+    plain = replace(model, term_pairs=None, term_pair_weight=0.0).score(records[0].features)
+    assert scores[3] - plain[3] > 0 and all(scores[i] - plain[i] < scores[3] - plain[3] for i in (0, 4, 9))
+    with pytest.raises(ValueError, match="the dump has no candidate words"):
+        fit_model(_synthetic_records())
+    with pytest.raises(ValueError, match="term_pairs must be >= 0"):
+        fit_model(records, term_pairs=-1.0)

@@ -29,6 +29,7 @@ from haystack_fin.core.retrieval.ranking_model import (
     feature_matrix,
 )
 from haystack_fin.core.retrieval.sections import question_sections
+from haystack_fin.core.retrieval.term_pairs import passage_words, question_words
 from haystack_fin.core.retrieval.two_stage_selection import BUDGET_K, RERANK, GroupKey, rank_cut, rerank_record
 from haystack_fin.core.schema import Modality
 from haystack_fin.core.validation import check_int, check_ints
@@ -133,8 +134,9 @@ class TwoStageRanker:
     candidates' company names and tickers (meta ``company``, ``ticker``) are left out of the question's terms:
     they choose the filing, not the passage. With ``scoring_model`` (the shipped YAML names the model fitted across
     companies, ``haystack_fin/data/ranker_weights.json``), a logistic model over those signals and the candidates'
-    source, Item, modality, place in the filing and graph match, blended with boosted trees over the same features,
-    replaces the hand-set fusion
+    source, Item, modality, place in the filing and graph match, blended with boosted trees over the same features
+    and with learned (question word, passage word) pairs (``haystack_fin.core.retrieval.term_pairs``), replaces the
+    hand-set fusion
     (``haystack_fin.core.retrieval.ranking_model``; ``haystack-fin train-ranker`` refits it). The question is read
     once: from ``analysis`` (a ``QueryAnalyzer``'s), else analysed here with the built-in lexicon.
 
@@ -195,7 +197,7 @@ class TwoStageRanker:
             ``statement`` (defaults in ``haystack_fin.core.retrieval.passage_scoring.FallbackWeights``).
         :param scoring_model: a ranking model JSON (``haystack_fin.core.retrieval.ranking_model``: a logistic model
             over the fallback's signals and the candidates' source, Item, modality and position, optionally blended
-            with boosted trees; ``haystack-fin
+            with boosted trees and term pairs read from the question's and the documents' words; ``haystack-fin
             train-ranker`` fits one), as a path or the name of a file shipped in ``haystack_fin/data``. It replaces
             the hand-set fusion of ``fallback_weights`` (whose zero weights still switch a signal off). None: the
             hand-set fusion. Ignored with a cross-encoder ``model``.
@@ -319,9 +321,22 @@ class TwoStageRanker:
         facts = [candidate_facts(d) for d in documents]
         features = feature_matrix(signals, facts, raw_cosines, flags)
         model = self._ranking_model
-        scores = [float(v) for v in model.score(features)] if model is not None else hand
+        scores = (
+            [float(v) for v in model.score(features, self._pair_logits(model, query, documents))] if model else hand
+        )
         return CandidateScores(
             scores, hand, signals, features, statements, sections, segment_question, facts, list(raw_cosines), flags
+        )
+
+    @staticmethod
+    def _pair_logits(model: RankingModel, query: str, documents: list[Document]) -> np.ndarray | None:
+        """The term pairs' logits of the candidates (``core.retrieval.term_pairs``), when the model has them."""
+        if model.term_pairs is None:
+            return None
+        return model.term_pairs.logits(
+            question_words(query),
+            [passage_words(d.content or "") for d in documents],
+            [str(d.meta.get(schema.MODALITY) or schema.Modality.TEXT.value) for d in documents],
         )
 
     def _fallback_trace(self, scored: CandidateScores) -> dict[str, Any]:

@@ -38,10 +38,13 @@ from typing import Any
 import numpy as np
 
 from haystack_fin.core.retrieval.passage_scoring import PassageScore
+from haystack_fin.core.retrieval.term_pairs import TermPairModel
 
 MODEL_VERSION = 1
 # A model with a boosted-trees part: a haystack-fin that cannot evaluate trees refuses it instead of ignoring them.
 TREES_MODEL_VERSION = 2
+# A model with term pairs (``term_pairs``; trees optional): older versions refuse it for the same reason.
+PAIRS_MODEL_VERSION = 3
 
 # Candidate sources (``candidates.candidate_source``).
 SOURCES: tuple[str, ...] = (
@@ -360,9 +363,13 @@ class RankingModel:
     info: dict[str, Any] = field(default_factory=dict)
     trees: TreeEnsemble | None = None
     tree_weight: float = 0.0
+    term_pairs: TermPairModel | None = None
+    term_pair_weight: float = 0.0
 
     def __post_init__(self) -> None:
         columns = _known_columns(self.features)
+        if (self.term_pairs is None) != (self.term_pair_weight == 0.0) or self.term_pair_weight < 0:
+            raise ValueError(f"term_pair_weight {self.term_pair_weight}: positive exactly when there are term pairs")
         if self.trees is None and self.tree_weight != 0.0:
             raise ValueError(f"tree_weight {self.tree_weight} without trees")
         if self.trees is not None and not 0.0 < self.tree_weight <= 1.0:
@@ -382,8 +389,25 @@ class RankingModel:
             raise ValueError("ranking model scale values must be positive")
         self._columns = columns
 
-    def logits(self, matrix: np.ndarray) -> np.ndarray:
-        """``intercept + coef . standardized(x)`` for each row of a ``FEATURES`` matrix, blended with the trees'."""
+    def logits(self, matrix: np.ndarray, pair_logits: np.ndarray | None = None) -> np.ndarray:
+        """``intercept + coef . standardized(x)`` for each row of a ``FEATURES`` matrix, blended with the trees',
+        plus ``term_pair_weight`` times the term pairs' logits (``term_pairs.logits`` of the same candidates; required
+        exactly when the model has term pairs)."""
+        if (pair_logits is None) != (self.term_pairs is None):
+            raise ValueError(
+                "this ranking model has term pairs: give the candidates' pair logits"
+                if self.term_pairs is not None
+                else "this ranking model has no term pairs to weigh pair logits with"
+            )
+        blended = self._feature_logits(matrix)
+        if pair_logits is None:
+            return blended
+        pairs = np.asarray(pair_logits, dtype=np.float64)
+        if pairs.shape != blended.shape:
+            raise ValueError(f"{pairs.shape[0]} pair logits for {blended.shape[0]} candidates")
+        return blended + self.term_pair_weight * pairs
+
+    def _feature_logits(self, matrix: np.ndarray) -> np.ndarray:
         x = np.asarray(matrix, dtype=np.float64)[:, self._columns]
         if self.mean is not None:
             x = x - self.mean
@@ -394,13 +418,18 @@ class RankingModel:
             return linear
         return (1.0 - self.tree_weight) * linear + self.tree_weight * self.trees.logits(matrix)
 
-    def score(self, matrix: np.ndarray) -> np.ndarray:
-        """Probability-like scores in (0, 1), one per row."""
-        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(self.logits(matrix), -50, 50))), dtype=np.float64)
+    def score(self, matrix: np.ndarray, pair_logits: np.ndarray | None = None) -> np.ndarray:
+        """Probability-like scores in (0, 1), one per row (``pair_logits`` as for ``logits``)."""
+        logits = self.logits(matrix, pair_logits)
+        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(logits, -50, 50))), dtype=np.float64)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "version": MODEL_VERSION if self.trees is None else TREES_MODEL_VERSION,
+            "version": PAIRS_MODEL_VERSION
+            if self.term_pairs is not None
+            else MODEL_VERSION
+            if self.trees is None
+            else TREES_MODEL_VERSION,
             "kind": "logistic",
             "features": list(self.features),
             "coefficients": [round(float(c), 6) for c in self.coefficients],
@@ -415,18 +444,24 @@ class RankingModel:
         if self.trees is not None:
             out["tree_weight"] = self.tree_weight
             out["trees"] = self.trees.to_dict()
+        if self.term_pairs is not None:
+            out["term_pair_weight"] = self.term_pair_weight
+            out["term_pairs"] = self.term_pairs.to_dict()
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RankingModel:
-        versions = (MODEL_VERSION, TREES_MODEL_VERSION)
+        versions = (MODEL_VERSION, TREES_MODEL_VERSION, PAIRS_MODEL_VERSION)
         if not isinstance(data, Mapping) or data.get("version") not in versions or data.get("kind") != "logistic":
             raise ValueError(
                 f"not a haystack-fin ranking model of version {' or '.join(map(str, versions))} (kind 'logistic'): "
                 f"version {data.get('version') if isinstance(data, Mapping) else None!r}"
             )
-        if (data.get("trees") is not None) != (data.get("version") == TREES_MODEL_VERSION):
+        version = data.get("version")
+        if version != PAIRS_MODEL_VERSION and (data.get("trees") is not None) != (version == TREES_MODEL_VERSION):
             raise ValueError(f"a ranking model has trees exactly when its version is {TREES_MODEL_VERSION}")
+        if (data.get("term_pairs") is not None) != (version == PAIRS_MODEL_VERSION):
+            raise ValueError(f"a ranking model has term pairs exactly when its version is {PAIRS_MODEL_VERSION}")
         try:
             return cls(
                 features=tuple(str(f) for f in data["features"]),
@@ -437,6 +472,8 @@ class RankingModel:
                 info=dict(data.get("info") or {}),
                 trees=TreeEnsemble.from_dict(data["trees"]) if data.get("trees") is not None else None,
                 tree_weight=float(data.get("tree_weight", 0.0)),
+                term_pairs=TermPairModel.from_dict(data["term_pairs"]) if data.get("term_pairs") is not None else None,
+                term_pair_weight=float(data.get("term_pair_weight", 0.0)),
             )
         except (KeyError, TypeError) as err:
             raise ValueError(f"malformed ranking model: {type(err).__name__}: {err}") from None
@@ -455,7 +492,8 @@ class RankingModel:
             raise ValueError(f"ranking model {resolved}: {err}") from None
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        # compact: a model with term pairs holds tens of thousands of them
+        Path(path).write_text(json.dumps(self.to_dict(), separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 def resolve_model_path(path: str | Path) -> Path:

@@ -25,7 +25,8 @@ import numpy as np
 from haystack_fin.core.evaluation import Passage, Question, score_question
 from haystack_fin.core.retrieval.modality_fallback import FallbackCandidate, FallbackConfig, decide
 from haystack_fin.core.retrieval.passage_scoring import PassageScore
-from haystack_fin.core.retrieval.ranking_model import CandidateFacts, QuestionFlags, feature_matrix
+from haystack_fin.core.retrieval.ranking_model import CandidateFacts, QuestionFlags, RankingModel, feature_matrix
+from haystack_fin.core.retrieval.term_pairs import PairExample, question_words
 from haystack_fin.core.retrieval.two_stage_selection import group_budgets, two_stage_select
 
 # A dump holds the features' ingredients (signals, cosines, facts, question flags), not the feature rows, so that a
@@ -46,6 +47,7 @@ class ReplayCandidate:
     graph_added: bool = False
     modality: str = "text"
     covers: list[str] = field(default_factory=list)  # the question's lexicon concepts its text mentions
+    words: list[str] | None = None  # its content words (term_pairs.passage_words); None in older dumps
 
 
 @dataclass
@@ -93,6 +95,30 @@ class ReplayRecord:
         gold = self.question.gold_pages
         return np.array([int(not gold.isdisjoint(c.pages)) for c in self.candidates], dtype=np.int64)
 
+    def pair_example(self) -> PairExample:
+        """What the term-pair model reads of this question (``term_pairs``); refused for a dump without the
+        candidates' words."""
+        if any(c.words is None for c in self.candidates):
+            raise ValueError(
+                f"question {self.question.financebench_id}: the dump has no candidate words (a dump made before they "
+                "were recorded): dump it again, or fit without term pairs"
+            )
+        return PairExample(
+            question=question_words(self.question.question),
+            company=self.company,
+            passages=[c.words or [] for c in self.candidates],
+            modalities=[c.modality for c in self.candidates],
+            labels=self.labels().tolist(),
+        )
+
+    def model_scores(self, model: RankingModel) -> np.ndarray:
+        """``model``'s scores of the candidates, its term pairs read from the dumped words when it has them."""
+        if model.term_pairs is None:
+            return model.score(self.features)
+        example = self.pair_example()
+        pairs = model.term_pairs.logits(example.question, example.passages, example.modalities)
+        return model.score(self.features, pairs)
+
     def to_dict(self) -> dict[str, Any]:
         q = self.question
         return {
@@ -119,6 +145,7 @@ class ReplayRecord:
                     "graph_added": c.graph_added,
                     "modality": c.modality,
                     "covers": c.covers,
+                    **({"words": c.words} if c.words is not None else {}),
                     "signals": {k: _round(v) for k, v in asdict(signal).items()},
                     "cosine": _round(cosine),
                     "facts": {k: _round(v) if isinstance(v, float) else v for k, v in asdict(fact).items()},
@@ -155,6 +182,7 @@ class ReplayRecord:
                 graph_added=bool(c.get("graph_added", False)),
                 modality=str(c.get("modality") or "text"),
                 covers=[str(x) for x in c.get("covers") or []],
+                words=None if c.get("words") is None else [str(w) for w in c["words"]],
             )
             for c in rows
         ]
