@@ -309,31 +309,15 @@ def model_fitter(
 
 def cross_validate_dump(
     records: Sequence[ReplayRecord],
-    c: float = DEFAULT_C,
     n_splits: int = 5,
     settings: ReplaySettings | None = None,
-    fit: str = DEFAULT_FIT,
-    weighting: str = DEFAULT_WEIGHTING,
-    hand_set: Sequence[str] = DEFAULT_HAND_SET,
-    trees: float = DEFAULT_TREE_WEIGHT,
-    tree_weighting: str = DEFAULT_TREE_WEIGHTING,
-    term_pairs: float = DEFAULT_TERM_PAIRS,
-    term_pair_c: float = DEFAULT_TERM_PAIR_C,
+    **fit_args: Any,
 ) -> dict[str, Any]:
-    """Company-grouped folds: the model fitted on the other companies against the hand-set weights, same folds."""
-    fitted = model_fitter(
-        c,
-        fit,
-        weighting=weighting,
-        hand_set=hand_set,
-        trees=trees,
-        tree_weighting=tree_weighting,
-        term_pairs=term_pairs,
-        term_pair_c=term_pair_c,
-    )
+    """Company-grouped folds: the model ``model_fitter(**fit_args)`` fits on the other companies against the
+    hand-set weights, same folds."""
     return cross_validate(
         records,
-        fitted,
+        model_fitter(**fit_args),
         {"hand-set": lambda record: record.hand_scores.tolist()},
         settings=settings or SHIPPED_REPLAY,
         n_splits=n_splits,

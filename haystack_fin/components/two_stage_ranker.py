@@ -29,7 +29,6 @@ from haystack_fin.core.retrieval.ranking_model import (
     feature_matrix,
 )
 from haystack_fin.core.retrieval.sections import question_sections
-from haystack_fin.core.retrieval.term_pairs import passage_words, question_words
 from haystack_fin.core.retrieval.two_stage_selection import BUDGET_K, RERANK, GroupKey, rank_cut, rerank_record
 from haystack_fin.core.schema import Modality
 from haystack_fin.core.validation import check_int, check_ints
@@ -333,9 +332,9 @@ class TwoStageRanker:
         """The term pairs' logits of the candidates (``core.retrieval.term_pairs``), when the model has them."""
         if model.term_pairs is None:
             return None
-        return model.term_pairs.logits(
-            question_words(query),
-            [passage_words(d.content or "") for d in documents],
+        return model.term_pairs.text_logits(
+            query,
+            [d.content or "" for d in documents],
             [str(d.meta.get(schema.MODALITY) or schema.Modality.TEXT.value) for d in documents],
         )
 

@@ -74,6 +74,20 @@ def test_a_fitted_model_ranks_the_evidence_words_first_and_round_trips() -> None
     assert 0 < len(pruned.pairs) < len(model.pairs) and np.all(np.abs(pruned.pairs[:, 2]) > 0.3)
 
 
+def test_a_model_reads_texts_with_the_stop_words_it_was_fitted_with() -> None:
+    model = tp.fit_term_pairs(_examples(), c=3.0)
+    assert model.stop_words == tp.english_stop_words() and "which" in model.stop_words
+    again = tp.TermPairModel.from_dict(json.loads(json.dumps(model.to_dict())))
+    assert again.stop_words == model.stop_words
+    texts = ["Our international operations grew.", "We acquired a lease."]
+    words = [tp.passage_words(t) for t in texts]
+    question = "Which geographies does Unseenco operate in?"
+    expected = model.logits(tp.question_words(question), words, ["text", "text"])
+    assert np.allclose(again.text_logits(question, texts, ["text", "text"]), expected, rtol=0, atol=1e-4)
+    # the stop words decide which words a passage's word limit reaches
+    assert tp.passage_words("the the the revenue", limit=1, stop_words=frozenset()) == ["the"]
+
+
 def test_term_pair_refusals() -> None:
     with pytest.raises(ValueError, match="index outside the vocabularies"):
         tp.TermPairModel(("a",), ("b",), np.array([[0, 1, 0.5]]))

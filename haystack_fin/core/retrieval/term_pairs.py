@@ -13,8 +13,7 @@ drop out) and passage words that neither almost every candidate nor only a few h
 Usage example:
 ```python
 pairs = fit_term_pairs(examples, c=3.0)
-logits = pairs.logits(question_words("What drove gross margin?"), [passage_words(text) for text in texts],
-                      ["text"] * len(texts))
+logits = pairs.text_logits("What drove gross margin?", texts, ["text"] * len(texts))
 ```
 """
 
@@ -41,25 +40,30 @@ MODALITY_PREFIX = "__"
 
 
 @cache
-def _stop_words() -> frozenset[str]:
+def english_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop words: what a fit reads words with. A fitted model keeps the list it was fitted
+    with, so that the query side reads words the same way without importing scikit-learn (which the torch-free query
+    path must not load)."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     return frozenset(ENGLISH_STOP_WORDS)
 
 
-def _content_words(text: str) -> list[str]:
-    stop = _stop_words()
+def _content_words(text: str, stop_words: frozenset[str] | None) -> list[str]:
+    stop = english_stop_words() if stop_words is None else stop_words
     return [w for w in _WORD.findall(text.lower()) if w not in stop]
 
 
-def question_words(question: str) -> list[str]:
-    """The question's content words (lower case, 3+ letters, not a stop word), sorted, each once."""
-    return sorted(set(_content_words(question)))
+def question_words(question: str, stop_words: frozenset[str] | None = None) -> list[str]:
+    """The question's content words (lower case, 3+ letters, not a stop word), sorted, each once; ``stop_words``
+    default to ``english_stop_words()``."""
+    return sorted(set(_content_words(question, stop_words)))
 
 
-def passage_words(text: str, limit: int = PASSAGE_WORD_LIMIT) -> list[str]:
-    """The passage's content words among its first ``limit`` ones, sorted, each once."""
-    return sorted(set(_content_words(text)[:limit]))
+def passage_words(text: str, limit: int = PASSAGE_WORD_LIMIT, stop_words: frozenset[str] | None = None) -> list[str]:
+    """The passage's content words among its first ``limit`` ones, sorted, each once (``stop_words`` as for
+    ``question_words``)."""
+    return sorted(set(_content_words(text, stop_words)[:limit]))
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class TermPairModel:
     passage_vocabulary: tuple[str, ...]
     pairs: np.ndarray  # (n, 3): question word index, passage word index, weight
     info: dict[str, Any] = field(default_factory=dict)
+    stop_words: frozenset[str] = frozenset()  # the stop words the vocabularies were read with
 
     def __post_init__(self) -> None:
         self.pairs = np.asarray(self.pairs, dtype=np.float64).reshape(-1, 3)
@@ -110,6 +115,13 @@ class TermPairModel:
             out[n] = sum(row.get(p, 0.0) for row in rows for p in index)
         return out
 
+    def text_logits(self, question: str, texts: Sequence[str], modalities: Sequence[str]) -> np.ndarray:
+        """``logits`` of the question's and the passages' texts, read with the model's stop words."""
+        stop = self.stop_words
+        return self.logits(
+            question_words(question, stop), [passage_words(t, stop_words=stop) for t in texts], modalities
+        )
+
     def _passage_ids(self, words: Sequence[str], modality: str) -> list[int]:
         known = (self._passage_index.get(w) for w in [*words, MODALITY_PREFIX + modality])
         return [i for i in known if i is not None]
@@ -119,6 +131,7 @@ class TermPairModel:
             "question_vocabulary": list(self.question_vocabulary),
             "passage_vocabulary": list(self.passage_vocabulary),
             "pairs": [[int(q), int(p), round(float(w), 5)] for q, p, w in self.pairs.tolist()],
+            "stop_words": sorted(self.stop_words),
             "info": self.info,
         }
 
@@ -130,6 +143,7 @@ class TermPairModel:
                 passage_vocabulary=tuple(str(w) for w in data["passage_vocabulary"]),
                 pairs=np.asarray(data["pairs"], dtype=np.float64).reshape(-1, 3),
                 info=dict(data.get("info") or {}),
+                stop_words=frozenset(str(w) for w in data["stop_words"]),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"malformed term pairs: {type(err).__name__}: {err}") from None
@@ -193,4 +207,4 @@ def fit_term_pairs(examples: Sequence[PairExample], c: float = 3.0, min_weight: 
     kept = np.flatnonzero(np.abs(coef) > min_weight)
     pairs = np.column_stack([kept // width, kept % width, coef[kept]]) if len(kept) else np.zeros((0, 3))
     info = {"c": c, "min_weight": min_weight, "questions": len(examples), "candidates": len(labels)}
-    return TermPairModel(question_vocab, passage_vocab, pairs, info)
+    return TermPairModel(question_vocab, passage_vocab, pairs, info, english_stop_words())
