@@ -320,9 +320,9 @@ class TwoStageRanker:
         facts = [candidate_facts(d) for d in documents]
         features = feature_matrix(signals, facts, raw_cosines, flags)
         model = self._ranking_model
-        scores = (
-            [float(v) for v in model.score(features, self._pair_logits(model, query, documents))] if model else hand
-        )
+        scores = hand
+        if model is not None:
+            scores = [float(v) for v in model.score(features, self._pair_logits(model, query, documents))]
         return CandidateScores(
             scores, hand, signals, features, statements, sections, segment_question, facts, list(raw_cosines), flags
         )

@@ -423,13 +423,15 @@ class RankingModel:
         logits = self.logits(matrix, pair_logits)
         return np.asarray(1.0 / (1.0 + np.exp(-np.clip(logits, -50, 50))), dtype=np.float64)
 
+    def version(self) -> int:
+        """The JSON version this model needs a reader to know: with term pairs 3, else with trees 2, else 1."""
+        if self.term_pairs is not None:
+            return PAIRS_MODEL_VERSION
+        return MODEL_VERSION if self.trees is None else TREES_MODEL_VERSION
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "version": PAIRS_MODEL_VERSION
-            if self.term_pairs is not None
-            else MODEL_VERSION
-            if self.trees is None
-            else TREES_MODEL_VERSION,
+            "version": self.version(),
             "kind": "logistic",
             "features": list(self.features),
             "coefficients": [round(float(c), 6) for c in self.coefficients],
