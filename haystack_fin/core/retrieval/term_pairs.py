@@ -31,8 +31,8 @@ import numpy as np
 _WORD = re.compile(r"[a-z]{3,}")
 # A passage is read up to this many content words: a chunk's opening says what it is about.
 PASSAGE_WORD_LIMIT = 400
-# The vocabulary rules, chosen with the regularization and the blend weight by company-grouped folds
-# (docs/ranking.md).
+# The vocabulary rules: set once before any fold was run and not tuned (the folds chose the regularization, the blend
+# weight and the smallest pair weight kept, docs/ranking.md).
 MIN_COMPANIES = 3
 MIN_PASSAGES = 30
 MAX_PASSAGE_SHARE = 0.3
