@@ -2,9 +2,10 @@
 
 Two steps, so that trying a model costs seconds: ``dump_features`` runs the query pipeline once per question (single
 setting: the question's own filing) and records what the ranker was given (``core.retrieval.ranking_replay``:
-features, hand-set scores, groups, pages, windows); ``fit_model`` fits ``core.retrieval.ranking_model``'s logistic
-model and boosted trees on one or more dumps and ``cross_validate_dump`` reports page_hit@5 with whole companies
-held out, the learned model against the hand-set weights in the same folds.
+features, hand-set scores, groups, pages, windows, the candidates' words); ``fit_model`` fits
+``core.retrieval.ranking_model``'s logistic model, boosted trees and term pairs on one or more dumps and
+``cross_validate_dump`` reports page_hit@5 with whole companies held out, the learned model against the hand-set
+weights in the same folds.
 
 Questions are FinanceBench-format JSONL (``core.evaluation``); a record's ``company`` field groups the folds (the
 doc_name's first part when absent).

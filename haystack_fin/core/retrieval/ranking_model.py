@@ -346,12 +346,16 @@ class TreeEnsemble:
 class RankingModel:
     """A fitted scorer over named features (``FEATURES`` or a subset): a logistic model, optionally blended with
     boosted trees (``trees``: the score's log-odds is ``(1 - tree_weight) * linear + tree_weight * trees``, so the
-    trees add the interactions a linear model cannot weigh); JSON in and out.
+    trees add the interactions a linear model cannot weigh), optionally plus ``term_pair_weight`` times the term
+    pairs' log-odds (``term_pairs``: which words of a passage mark evidence for which words of the question); JSON
+    in and out.
 
     Usage example:
     ```python
     model = RankingModel.load("ranker_weights.json")   # a path, or a file shipped in haystack_fin/data
-    probabilities = model.score(feature_matrix(scores, facts, cosines, QuestionFlags.of(question, True)))
+    features = feature_matrix(scores, facts, cosines, QuestionFlags.of(question, True))
+    pairs = model.term_pairs.text_logits(question, texts, modalities) if model.term_pairs else None
+    probabilities = model.score(features, pairs)
     ```
     """
 
