@@ -64,21 +64,9 @@ def load(spec: str) -> tuple[str, list[ReplayRecord]]:
     return name, [r for f in files.split(",") if f for r in read_dump(f)]
 
 
-def learned_fit(
-    c: float,
-    fit: str,
-    features: Sequence[str] = FEATURES,
-    weighting: str = DEFAULT_WEIGHTING,
-    hand_set: Sequence[str] = DEFAULT_HAND_SET,
-    trees: float = DEFAULT_TREE_WEIGHT,
-    tree_weighting: str = DEFAULT_TREE_WEIGHTING,
-    term_pairs: float = DEFAULT_TERM_PAIRS,
-    term_pair_c: float = DEFAULT_TERM_PAIR_C,
-) -> Fit:
-    """The model fitted on the training folds; the ``hand_set`` signals keep their hand-set ratio to dense; ``trees``:
-    the boosted trees' weight in the blend, ``tree_weighting`` how they weigh the candidates; ``term_pairs``: the
-    term-pair model's weight (0: none), ``term_pair_c`` its regularization."""
-    return model_fitter(c, fit, features, weighting, hand_set, trees, tree_weighting, term_pairs, term_pair_c)
+# The model fitted on the training folds: ``train-ranker``'s fit as a scorer of records (``model_fitter``'s arguments:
+# the hand-set signals, the trees' weight and weighting, the term pairs' weight and regularization).
+learned_fit = model_fitter
 
 
 # The studies main() can run: each configuration's learned score against the hand-set one, each signal switched

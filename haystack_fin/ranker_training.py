@@ -108,7 +108,8 @@ def dump_features(
         fallback=fallback.config if isinstance(fallback, ModalityThresholdFallback) and fallback.enabled else None,
     )
     # the model the ranker runs, to check that a record's scores from its dumped features and words are the ranker's
-    model = RankingModel.load(ranker.scoring_model) if ranker.scoring_model and ranker.model is None else None
+    ranker.warm_up()
+    model = ranker.ranking_model
     records: list[ReplayRecord] = []
     mismatches: list[str] = []
     try:

@@ -32,7 +32,7 @@ def question_concepts(analysis: QuestionAnalysis) -> list[tuple[str, list[str]]]
 def candidate(doc: Document) -> FallbackCandidate:
     """What the fallback reads of a ranked Document: modality (meta, default text), embedding, content."""
     return FallbackCandidate(
-        modality=str(doc.meta.get(schema.MODALITY) or schema.Modality.TEXT.value),
+        modality=schema.modality_of(doc.meta),
         embedding=doc.embedding or None,
         text=doc.content or "",
         cosine=schema.query_cosine(doc.meta),

@@ -224,6 +224,11 @@ class TwoStageRanker:
         self._cross_encoder: SentenceTransformersSimilarityRanker | None = None
         self._ranking_model: RankingModel | None = None
 
+    @property
+    def ranking_model(self) -> RankingModel | None:
+        """The loaded ``scoring_model`` (None before ``warm_up``, with a cross-encoder ``model`` or without one)."""
+        return self._ranking_model
+
     def warm_up(self) -> None:
         """Load the ranking model (fallback scorer with ``scoring_model``) or the cross-encoder (``model`` set);
         idempotent (Pipeline calls it on every run)."""
@@ -335,7 +340,7 @@ class TwoStageRanker:
         return model.term_pairs.text_logits(
             query,
             [d.content or "" for d in documents],
-            [str(d.meta.get(schema.MODALITY) or schema.Modality.TEXT.value) for d in documents],
+            [schema.modality_of(d.meta) for d in documents],
         )
 
     def _fallback_trace(self, scored: CandidateScores) -> dict[str, Any]:

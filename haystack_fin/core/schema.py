@@ -184,6 +184,11 @@ def query_cosine(meta: Mapping[str, Any]) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def modality_of(meta: Mapping[str, Any]) -> str:
+    """A node's modality (``MODALITY``): text when the meta names none."""
+    return str(meta.get(MODALITY) or Modality.TEXT.value)
+
+
 def filing_filter(filing_ids: str | Sequence[str]) -> dict[str, Any]:
     """The Haystack filter selecting the nodes of one filing (``meta.filing_id == id``) or of several (``in``)."""
     if isinstance(filing_ids, str):

@@ -76,7 +76,7 @@ def chunk_info(doc: Mapping[str, Any], position: int) -> ChunkInfo:
         part=str(meta.get(schema.PART) or ""),
         section_path=tuple(str(s) for s in meta.get(schema.SECTION_PATH) or ()),
         pages=tuple(int(p) for p in meta.get(schema.PAGE_NUMBERS) or () if _as_int(p) is not None),
-        modality=str(meta.get(schema.MODALITY) or "text"),
+        modality=schema.modality_of(meta),
         table_id=str(meta.get(schema.TABLE_ID) or ""),
         table_block=_as_int(meta.get(schema.TABLE_BLOCK)),
         statement=str(meta.get(schema.STATEMENT) or ""),

@@ -696,7 +696,7 @@ def _heading_key(meta: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _is_text(meta: Mapping[str, Any]) -> bool:
-    return str(meta.get(schema.MODALITY) or schema.Modality.TEXT.value) == schema.Modality.TEXT
+    return schema.modality_of(meta) == schema.Modality.TEXT
 
 
 def page_neighbours(filing: FilingState, chunk_id: str) -> list[tuple[str, str]]:
