@@ -261,6 +261,8 @@ class FilingSplitter:
         ]
         if self.include_filed_exhibits:
             params.append("filed-exhibits")
+        if self.tag_statements:  # a statement's blocks carry its title as their section (statement_section_path)
+            params.append("statement-sections")
         if self.graph_meta and self._lexicon is not None:  # the stored entities and edges are part of the nodes
             params.append(f"graph-meta/{GRAPH_VERSION}/{self._lexicon.fingerprint}")
         if self.chunking == "semantic":  # default-mode run ids stay what they were

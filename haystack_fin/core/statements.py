@@ -18,7 +18,7 @@ lexicon keeps working as long as it keeps those ids and categories.
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from haystack_fin.core.lexicon import Lexicon, normalize_term
 from haystack_fin.core.retrieval.filing_profile import form_family
@@ -75,6 +75,30 @@ def _title_kind(title: str, lexicon: Lexicon) -> str | None:
     # The name must come early: "... Inc. and Subsidiaries Consolidated Statements of Income" is a title, a long
     # sentence ending in "statements of income" is not.
     return matches[0].cluster_id if len(title[: matches[0].start_char].split()) <= _MAX_WORDS_BEFORE else None
+
+
+# The reports that precede the statements in Item 8: the auditor's (with its critical audit matters) and management's
+# on internal control. A statement is never part of them, but when the statement's title is a table caption rather
+# than a heading, the layout leaves the statement under the last report heading it found.
+_REPORT_HEADING = re.compile(
+    r"independent\s+registered\s+public\s+accounting\s+firm|critical\s+audit\s+matters?|"
+    r"internal\s+control\s+over\s+financial\s+reporting|independent\s+auditors?\W{0,2}\s*report|"
+    r"report\s+of\s+independent\s+auditors?",
+    re.IGNORECASE,
+)
+
+
+def statement_section_path(path: Sequence[str], title: str, lexicon: Lexicon) -> list[str]:
+    """The section path of a block of the primary statement ``title`` names: without the audit and internal-control
+    report headings (and the headings under them), and ending in the title when no heading left names a statement.
+    The first element (the Item's title) is kept."""
+    kept = list(path)
+    cut = next((i for i, heading in enumerate(kept) if i and _REPORT_HEADING.search(heading)), None)
+    if cut is not None:
+        kept = kept[:cut]
+    if not any(_title_kind(heading, lexicon) for heading in kept):
+        kept.append(" ".join(title.split()))
+    return kept
 
 
 def classify_statement_table(title: str, n_rows: int, item: str, form: str, lexicon: Lexicon) -> str | None:

@@ -309,6 +309,22 @@ def test_statement_kind_from_a_title_in_the_grid_and_from_the_filers_own_word_fo
     assert kinds == {1: {"cash_flow_statement"}, 2: {"equity_statement"}}
 
 
+def test_a_statements_section_is_its_title_and_the_auditors_report_keeps_its_own():
+    """eBay's 2022 10-K, pages 56-58: the auditor's report, its critical audit matters, then the balance sheet, whose
+    title the layout reads as the table's caption, not as a heading: its blocks are cited and embedded under the
+    title; the report's own text keeps its headings."""
+    pdf = FIXTURES / "ebay-10k-2022-p56-58-auditor-report-balance-sheet.pdf"
+    structure = structure_filing(parse_pdf_filing(pdf), "10-K", "ebay")
+    lexicon = Lexicon.load_default()
+    metas = [chunk_meta({schema.FORM: "10-K"}, rec, i, "run", lexicon) for i, rec in enumerate(structure.chunks)]
+    sheet = [m for m in metas if m.get(schema.STATEMENT) == "balance_sheet"]
+    assert len(sheet) >= 2 and {m[schema.PAGE_NUMBERS][0] for m in sheet} == {3}
+    assert all(m[schema.SECTION_PATH][-1] == "CONSOLIDATED BALANCE SHEET" for m in sheet)
+    assert all(m[schema.CONTEXT].endswith("> CONSOLIDATED BALANCE SHEET") for m in sheet)
+    audit = [m for m in metas if m[schema.PAGE_NUMBERS] == [2]]
+    assert audit and all(m[schema.SECTION_PATH] == ["Critical Audit Matters"] for m in audit)
+
+
 def test_a_capitals_note_heading_is_not_merged_with_the_sub_heading_under_it():
     """Oracle's 2016 10-K, page 107: "2. ACQUISITIONS" and "Fiscal 2017 Acquisitions" are two bold lines with no gap;
     read as one heading, the note was nested under the previous note and its title matched no "Acquisitions"."""

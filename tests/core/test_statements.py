@@ -11,6 +11,7 @@ from haystack_fin.core.statements import (
     IMPLIED_WEIGHT,
     INCOME_STATEMENT,
     classify_statement_table,
+    statement_section_path,
     statements_in_query,
 )
 
@@ -86,3 +87,46 @@ def test_statements_in_query_named_and_implied():
     assert statements_in_query("What is the quick ratio?", LEX) == {BALANCE_SHEET: IMPLIED_WEIGHT}
     roa = statements_in_query("What is the return on assets?", LEX)
     assert roa == {INCOME_STATEMENT: IMPLIED_WEIGHT, BALANCE_SHEET: IMPLIED_WEIGHT}
+
+
+ITEM_8 = "Item 8. Financial Statements and Supplementary Data"
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        # Headings the layout left above a statement in real 10-Ks (eBay 2022, MGM 2018, Verizon 2021, Best Buy
+        # 2019, FedEx 2023): the audit and internal-control reports and what sits under them go.
+        ([ITEM_8, "Critical Audit Matters"], [ITEM_8, "CONSOLIDATED BALANCE SHEET"]),
+        (
+            [ITEM_8, "R EPORT OF INDEPENDENT REGISTERED PUBLIC ACCOUNTING FIRM", "/s/ DELOITTE & TOUCHE LLP"],
+            [ITEM_8, "CONSOLIDATED BALANCE SHEET"],
+        ),
+        (
+            [ITEM_8, "Reporting of Independent Registered Public Accounting Firm", "Ernst & Young LLP"],
+            [ITEM_8, "CONSOLIDATED BALANCE SHEET"],
+        ),
+        (
+            [ITEM_8, "REPORT OF INDEPENDENT REGISTERED PUBLIC ACCOUNTING FIRM", "Definition and Limitations"],
+            [ITEM_8, "CONSOLIDATED BALANCE SHEET"],
+        ),
+        (
+            [ITEM_8, "MANAGEMENT’S REPORT ON INTERNAL CONTROL OVER FINANCIAL REPORTING", "Valuation of Accruals"],
+            [ITEM_8, "CONSOLIDATED BALANCE SHEET"],
+        ),
+        # Other headings stay and the title is added: a note's supplemental table (PepsiCo), a company-name heading.
+        (
+            ["Item 7. MD&A", "Note 14 — Supplemental Financial Information"],
+            ["Item 7. MD&A", "Note 14 — Supplemental Financial Information", "CONSOLIDATED BALANCE SHEET"],
+        ),
+        ([ITEM_8, "NETFLIX, INC."], [ITEM_8, "NETFLIX, INC.", "CONSOLIDATED BALANCE SHEET"]),
+        ([ITEM_8], [ITEM_8, "CONSOLIDATED BALANCE SHEET"]),
+        # A heading that already names a statement is the statement's section: nothing changes.
+        (
+            ["Part I, Item 1. Financial Statements", "CONDENSED CONSOLIDATED BALANCE SHEETS", "(In millions)"],
+            ["Part I, Item 1. Financial Statements", "CONDENSED CONSOLIDATED BALANCE SHEETS", "(In millions)"],
+        ),
+    ],
+)
+def test_statement_section_path(path, expected):
+    assert statement_section_path(path, "CONSOLIDATED  BALANCE SHEET\n", LEX) == expected

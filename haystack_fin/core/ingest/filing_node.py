@@ -26,7 +26,7 @@ from haystack_fin.core.ingest.filing_meta import detect_filing_meta
 from haystack_fin.core.ingest.layout import Element, ParsedFiling
 from haystack_fin.core.ingest.structure import SECTION_DEPTH, ChunkRecord, FilingStructure
 from haystack_fin.core.lexicon import Lexicon
-from haystack_fin.core.statements import classify_statement_table
+from haystack_fin.core.statements import classify_statement_table, statement_section_path
 from haystack_fin.core.text import normalize_line
 
 # Sections whose term statistics are kept per Item (``section_term_counts``). The filing node is read on every
@@ -115,10 +115,10 @@ def indexing_run_id(meta: Mapping[str, Any], structure: FilingStructure, paramet
     return h.hexdigest()[:16]
 
 
-def chunk_context(meta: Mapping[str, Any], record: ChunkRecord) -> str:
+def chunk_context(meta: Mapping[str, Any], section_path: Sequence[str]) -> str:
     """ "company form period | section path": what ``meta_fields_to_embed=["context"]`` embeds with a chunk."""
     head = " ".join(str(meta.get(k) or "") for k in (schema.COMPANY, schema.FORM, schema.PERIOD)).strip()
-    return f"{head} | {' > '.join(record.section_path)}"[:300]
+    return f"{head} | {' > '.join(section_path)}"[:300]
 
 
 def chunk_meta(
@@ -127,7 +127,8 @@ def chunk_meta(
     """The meta of chunk ``index`` of a filing: ``meta`` (the filing's provenance) and the record's own fields; a
     table block of a primary statement gets its ``statement`` kind when ``statements`` (a lexicon) is given: the
     kind its title names, else the kind the nearest line above it on its page names (a statement's heading when
-    the title the layout found is a column header)."""
+    the title the layout found is a column header), and its section path ends in that title
+    (``statement_section_path``)."""
     out: dict[str, Any] = {
         **meta,
         schema.NODE_TYPE: schema.NodeType.CHUNK.value,
@@ -140,7 +141,7 @@ def chunk_meta(
         schema.TABLE_ID: rec.table_id or None,
         schema.CHUNK_INDEX: index,
         schema.INDEX_RUN: run_id,
-        schema.CONTEXT: chunk_context(meta, rec),
+        schema.CONTEXT: chunk_context(meta, rec.section_path),
     }
     if rec.ocr:
         out[schema.OCR] = True
@@ -158,12 +159,20 @@ def chunk_meta(
         if statements is not None:
             form = str(meta[schema.FORM])
             captions = dict.fromkeys([rec.table_title, *reversed(rec.table_captions)])  # the title is often one
-            kind = next(
-                (k for c in captions if (k := classify_statement_table(c, rec.table_rows, rec.item, form, statements))),
+            found = next(
+                (
+                    (k, c)
+                    for c in captions
+                    if (k := classify_statement_table(c, rec.table_rows, rec.item, form, statements))
+                ),
                 None,
             )
-            if kind:
+            if found:
+                kind, title = found
                 out[schema.STATEMENT] = kind
+                path = statement_section_path(rec.section_path, title, statements)
+                out[schema.SECTION_PATH] = path
+                out[schema.CONTEXT] = chunk_context(meta, path)
     return out
 
 
