@@ -120,6 +120,26 @@ def test_the_cli_offers_the_weightings_the_fit_knows():
     assert set(cli._WEIGHTINGS) == set(WEIGHTINGS)
 
 
+def test_the_cli_defaults_are_the_shipped_fit():
+    """train-ranker repeats the fit's defaults (the CLI imports no training code before a command runs)."""
+    from haystack_fin import cli
+    from haystack_fin import ranker_training as training
+
+    args = cli.build_parser().parse_args(["train-ranker"])
+    assert (args.c, args.fit, args.weighting, training.hand_set_signals(args.hand_set)) == (
+        training.DEFAULT_C,
+        training.DEFAULT_FIT,
+        training.DEFAULT_WEIGHTING,
+        list(training.DEFAULT_HAND_SET),
+    )
+    assert (args.trees, args.tree_weighting, args.term_pairs, args.term_pair_c) == (
+        training.DEFAULT_TREE_WEIGHT,
+        training.DEFAULT_TREE_WEIGHTING,
+        training.DEFAULT_TERM_PAIRS,
+        training.DEFAULT_TERM_PAIR_C,
+    )
+
+
 def test_hand_set_ratios_name_the_fallback_signals():
     assert hand_set_ratios(["lexical"]) == {"lexical": pytest.approx(0.3 / 0.7)}
     assert hand_set_ratios([]) == {}

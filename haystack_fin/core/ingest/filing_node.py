@@ -121,27 +121,46 @@ def chunk_context(meta: Mapping[str, Any], section_path: Sequence[str]) -> str:
     return f"{head} | {' > '.join(section_path)}"[:300]
 
 
+def _statement_of(meta: Mapping[str, Any], rec: ChunkRecord, statements: Lexicon) -> tuple[str, str] | None:
+    """The primary statement a table block is, with the caption naming it: its title, else the nearest line above it
+    on its page (a statement's heading when the title the layout found is a column header); None for other blocks."""
+    if rec.table is None:
+        return None
+    form = str(meta[schema.FORM])
+    captions = dict.fromkeys([rec.table_title, *reversed(rec.table_captions)])  # the title is often one
+    return next(
+        (
+            (kind, c)
+            for c in captions
+            if (kind := classify_statement_table(c, rec.table_rows, rec.item, form, statements))
+        ),
+        None,
+    )
+
+
 def chunk_meta(
     meta: Mapping[str, Any], rec: ChunkRecord, index: int, run_id: str, statements: Lexicon | None = None
 ) -> dict[str, Any]:
     """The meta of chunk ``index`` of a filing: ``meta`` (the filing's provenance) and the record's own fields; a
-    table block of a primary statement gets its ``statement`` kind when ``statements`` (a lexicon) is given: the
-    kind its title names, else the kind the nearest line above it on its page names (a statement's heading when
-    the title the layout found is a column header), and its section path ends in that title
-    (``statement_section_path``)."""
+    table block of a primary statement gets its ``statement`` kind when ``statements`` (a lexicon) is given
+    (``_statement_of``), and its section path ends in the caption naming it (``statement_section_path``)."""
+    section_path = list(rec.section_path)
+    statement = None
+    if statements is not None and (statement := _statement_of(meta, rec, statements)):
+        section_path = statement_section_path(section_path, statement[1], statements)
     out: dict[str, Any] = {
         **meta,
         schema.NODE_TYPE: schema.NodeType.CHUNK.value,
         schema.ITEM: rec.item,
         schema.ITEM_TITLE: rec.item_title,
         schema.PART: rec.part,
-        schema.SECTION_PATH: list(rec.section_path),
+        schema.SECTION_PATH: section_path,
         schema.PAGE_NUMBERS: list(rec.page_numbers),
         schema.MODALITY: rec.modality,
         schema.TABLE_ID: rec.table_id or None,
         schema.CHUNK_INDEX: index,
         schema.INDEX_RUN: run_id,
-        schema.CONTEXT: chunk_context(meta, rec.section_path),
+        schema.CONTEXT: chunk_context(meta, section_path),
     }
     if rec.ocr:
         out[schema.OCR] = True
@@ -156,23 +175,8 @@ def chunk_meta(
         out[schema.TABLE_JSON] = rec.table
         out[schema.TABLE_BLOCK] = rec.table_block
         out[schema.TABLE_SUMMARY] = rec.table_summary
-        if statements is not None:
-            form = str(meta[schema.FORM])
-            captions = dict.fromkeys([rec.table_title, *reversed(rec.table_captions)])  # the title is often one
-            found = next(
-                (
-                    (k, c)
-                    for c in captions
-                    if (k := classify_statement_table(c, rec.table_rows, rec.item, form, statements))
-                ),
-                None,
-            )
-            if found:
-                kind, title = found
-                out[schema.STATEMENT] = kind
-                path = statement_section_path(rec.section_path, title, statements)
-                out[schema.SECTION_PATH] = path
-                out[schema.CONTEXT] = chunk_context(meta, path)
+    if statement is not None:
+        out[schema.STATEMENT] = statement[0]
     return out
 
 
