@@ -14,7 +14,10 @@ page_hit@5, evidence_complete@5 (questions needing 2+ roles) and MRR with whole 
 - the modality fallback (``--parts fallback``): per fold, its thresholds calibrated on the training companies
   (``haystack-fin calibrate``'s staged sweep, keeping page_hit@5 and evidence_complete@5 while cutting context
   words) and applied to the held-out ones, against the fallback off and against the thresholds in
-  ``pipelines/query.yaml`` switched on, same folds and model (dumps written with the fallback's inputs).
+  ``pipelines/query.yaml`` switched on, same folds and model (dumps written with the fallback's inputs);
+- transfer across labelled sets (``--parts transfer``): each set scored by the model fitted on the other sets'
+  questions of other companies, against the hand-set weights (the FinanceBench dev slice's labels are
+  FinanceBench's, the other sets' ours: does a ranking learned on one labelling carry to another?).
 
     python benchmarks/ranking_cv.py --config base=dev.jsonl.gz,analyst.jsonl.gz,more.jsonl.gz \\
         --config no_summary=... --out benchmarks/results/ranking/cv.json
@@ -72,7 +75,7 @@ learned_fit = model_fitter
 # The studies main() can run: each configuration's learned score against the hand-set one, each signal switched
 # between learned and hand-set, the fit's kind and regularization (and the fallback score among the features), the
 # replay switches, the modality fallback calibrated on the training companies.
-PARTS: tuple[str, ...] = ("configs", "hybrids", "sweep", "replay", "fallback")
+PARTS: tuple[str, ...] = ("configs", "hybrids", "sweep", "replay", "fallback", "transfer")
 SEEDS: tuple[int | None, ...] = (None, 1, 2, 3, 4, 5)  # GroupKFold's balanced folds, then 5 random dealings
 
 
@@ -111,6 +114,30 @@ def study(records: Sequence[ReplayRecord], fit: Fit, settings: ReplaySettings, f
     ]
     out["fold_companies"] = [f["companies"] for f in first["folds"]]
     out["fold_questions"] = [f["n"] for f in first["folds"]]
+    return out
+
+
+def transfer_study(records: Sequence[ReplayRecord], fit: Fit, settings: ReplaySettings) -> dict[str, Any]:
+    """Per labelled set: the model fitted on the other sets' questions of companies the set does not hold (the dev
+    slice and the analyst set, over the same filings, never train each other), against the hand-set weights on the
+    set's questions."""
+    out: dict[str, Any] = {}
+    for held in sorted({r.source_set for r in records}):
+        test = [r for r in records if r.source_set == held]
+        companies = {r.company for r in test}
+        train = [r for r in records if r.source_set != held and r.company not in companies]
+        if not train:
+            continue
+        scorer = fit(train)
+        out[held] = {
+            "trained_on": {
+                "sets": sorted({r.source_set for r in train}),
+                "companies": len({r.company for r in train}),
+                "questions": len(train),
+            },
+            "learned": replay_metrics(test, [scorer(r) for r in test], settings),
+            "hand-set": replay_metrics(test, [r.hand_scores.tolist() for r in test], settings),
+        }
     return out
 
 
@@ -354,6 +381,17 @@ def main() -> None:
         )
         for variant, metrics in out["fallback"]["mean"].items():
             print(f"fallback {variant:10s} " + "  ".join(f"{m} {v:.4f}" for m, v in metrics.items()), flush=True)
+    if "transfer" in parts:
+        out["transfer"] = transfer_study(records, learned, settings)
+        for held, row in out["transfer"].items():
+            print(
+                f"transfer to {held:10s} from {'+'.join(row['trained_on']['sets'])}: "
+                + "  ".join(
+                    f"{name} {row[name]['page_hit@5']:.4f} (ec2+ {row[name]['evidence_complete@5_2plus']:.3f})"
+                    for name in ("learned", "hand-set")
+                ),
+                flush=True,
+            )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
     print(f"wrote {args.out}")

@@ -1,6 +1,8 @@
 """benchmarks/ranking_cv.py's modality fallback study on small replay records: thresholds calibrated on the training
 companies, applied to the held-out ones."""
 
+from dataclasses import replace
+
 import numpy as np
 from helpers.benchmark_modules import load_benchmark
 
@@ -61,3 +63,24 @@ def test_no_threshold_when_the_fallback_would_drop_evidence_and_the_yaml_thresho
     assert all(f["thresholds"] is None for d in out["dealings"] for f in d["folds"])
     assert out["mean"]["calibrated"] == out["mean"]["off"]
     assert out["mean"]["yaml"]["page_hit@5"] == 0.5 and out["mean"]["yaml"]["context_words@5"] == 200.0
+
+
+def test_transfer_fits_each_set_on_the_other_sets_without_its_companies():
+    # Sets "a" and "c" both hold company c0 (as the dev slice and the analyst set share filings): "c" never trains
+    # "a", and only a's other company trains "c"; "b" trains both, and both train "b".
+    made = {"a": ["c0", "c1"], "b": ["c2", "c3"], "c": ["c0"]}
+    records = [
+        replace(record(company, 1, i), source_set=name)
+        for name, companies in made.items()
+        for i, company in enumerate(companies)
+    ]
+    seen: list[set[str]] = []
+
+    def fit(train):
+        seen.append({r.source_set for r in train} | {r.company for r in train})
+        return lambda _record: [4.0, 3.0, 2.0, 1.0]
+
+    out = ranking_cv.transfer_study(records, fit, SETTINGS)
+    assert seen == [{"b", "c2", "c3"}, {"a", "c", "c0", "c1"}, {"a", "b", "c1", "c2", "c3"}]
+    assert out["b"]["trained_on"] == {"sets": ["a", "c"], "companies": 2, "questions": 3}
+    assert out["a"]["learned"]["page_hit@5"] == 1.0 and out["a"]["learned"]["n"] == 2.0
