@@ -437,18 +437,16 @@ def citation_lines(citations: list[dict[str, Any]], unsupported: list[dict[str, 
             where = " / ".join(str(num[k]) for k in ("label", "column") if num.get(k)) or num.get("source", "")
             cell = f" = {num['cell']}" if num.get("cell") and num.get("cell") != num.get("text") else ""
             lines.append(f"    {num['text']}: {where}{cell}")
-    if unsupported:
-        found = ", ".join(u["text"] for u in unsupported)
-        lines.append(f"Numbers not found in the cited passages (check them): {found}")
-    else:
-        lines.append("Every number in the answer was found in a cited passage.")
+    from haystack_fin.responses import numbers_check_text
+
+    lines.append(numbers_check_text(unsupported))
     return lines
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     from haystack_fin.core.trace_text import explain_lines
     from haystack_fin.pipeline_loader import pipeline_dict
-    from haystack_fin.responses import unknown_filing_ids
+    from haystack_fin.responses import passage_label, unknown_filing_ids
 
     if not args.question.strip():  # an empty question would rank the store's chunks for nothing
         print("error: the question is empty", file=sys.stderr)
@@ -489,8 +487,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         for line in explain_lines(out["trace"]):
             print(line)
     for n, p in enumerate(out["passages"], 1):
-        pages = ", ".join(str(x) for x in p["pages"] or [])
-        print(f"\n[{n}] {p['company']} {p['period']} ({p['filing_id']}) Item {p['item']}, p. {pages} [{p['modality']}]")
+        print(f"\n[{n}] {passage_label(p)}")
         text = " ".join((p["text"] or "").split())
         print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
     return 0

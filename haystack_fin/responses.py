@@ -7,6 +7,7 @@ tree paths and why the graph stage added it (``graph_paths``).
 """
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from haystack_fin.core import schema
@@ -29,6 +30,26 @@ def passage_dict(doc: Any) -> dict[str, Any]:
         "table_id": m.get(schema.TABLE_ID),
         "score": doc.score,
     }
+
+
+def passage_label(p: Mapping[str, Any]) -> str:
+    """A returned passage's citation on one line (``passage_dict``'s fields): company, form, period, filing id, Item,
+    the heading it sits under, pages, and its modality or table id."""
+    head = " ".join(str(p[k]) for k in ("company", "form", "period") if p.get(k))
+    section = p.get("section") or []
+    heading = f" > {section[-1]}" if section else ""
+    pages = ", ".join(str(x) for x in p.get("pages") or [])
+    table_id = str(p.get("table_id") or "")
+    kind = f"table {table_id.rpartition('#')[2]}" if table_id else str(p.get("modality") or "")
+    return f"{head} ({p.get('filing_id')}), Item {p.get('item')}{heading}, p. {pages}" + (f" [{kind}]" if kind else "")
+
+
+def numbers_check_text(unsupported: list[dict[str, Any]]) -> str:
+    """What the answer check found: every number in a cited passage, or the numbers found in none."""
+    if not unsupported:
+        return "Every number in the answer was found in a cited passage."
+    found = ", ".join(u["text"] for u in unsupported)
+    return f"Numbers not found in the cited passages (check them): {found}"
 
 
 def generation_status(requested: bool, ollama_up: bool, answered: bool, passages: bool, url: str) -> str:

@@ -31,7 +31,13 @@ from typing import Any, TypeVar
 from haystack import logging
 
 from haystack_fin.core.validation import is_int
-from haystack_fin.responses import generation_status, query_response, unknown_filing_ids
+from haystack_fin.responses import (
+    generation_status,
+    numbers_check_text,
+    passage_label,
+    query_response,
+    unknown_filing_ids,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -160,23 +166,7 @@ def ollama_reachable(url: str, timeout: float = 1.5) -> bool:
 def sources_text(passages: list[dict[str, Any]], citations: list[dict[str, Any]] | None) -> str:
     """The "Sources" block of a chat answer: the cited passages (all passages for an evidence-only answer)."""
     cited = {c["ref"] for c in citations} if citations is not None else None
-    lines = []
-    for n, p in enumerate(passages, 1):
-        if cited is not None and n not in cited:
-            continue
-        pages = ", ".join(str(x) for x in p["pages"] or [])
-        table = f", {p['table_id']}" if p.get("table_id") else ""
-        lines.append(
-            f"[{n}] {p['company']} {p['form']} {p['period']} ({p['filing_id']}), Item {p['item']}, p. {pages}{table}"
-        )
-    return "\n".join(lines)
-
-
-def check_text(unsupported: list[dict[str, Any]]) -> str:
-    if not unsupported:
-        return "Every number in the answer was found in a cited passage."
-    found = ", ".join(u["text"] for u in unsupported)
-    return f"Numbers not found in the cited passages (check them): {found}"
+    return "\n".join(f"[{n}] {passage_label(p)}" for n, p in enumerate(passages, 1) if cited is None or n in cited)
 
 
 class Deadline:
@@ -473,7 +463,7 @@ async def until_deadline(future: "asyncio.Future[T]", deadline: Deadline) -> T:
 
 def _footer(passages: list[dict[str, Any]], citations: list[dict[str, Any]] | None, unsupported: list[Any]) -> str:
     sources = sources_text(passages, citations)
-    return f"Sources:\n{sources or '(the answer cites no passage)'}\n\n{check_text(unsupported)}"
+    return f"Sources:\n{sources or '(the answer cites no passage)'}\n\n{numbers_check_text(unsupported)}"
 
 
 def notice_text(unmatched: list[dict[str, Any]]) -> str:

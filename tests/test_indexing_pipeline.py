@@ -133,7 +133,10 @@ def test_ask_cli_cites_the_statement_page(tmp_path, fixtures, capsys):
     assert out["trace"]["retrieval"]["statements"]["asked"] == {"balance_sheet": 1.0}
     assert main(["ask", question, "--store", store_dir, "--no-llm", "--explain", "-k", "1"]) == 0
     printed = capsys.readouterr().out
-    assert "Statements: balance_sheet 1.0 (" in printed and "Item I-1, p. 3 [table]" in printed
+    table = top["table_id"].rpartition("#")[2]
+    where = f"Item I-1 > {top['section'][-1]}, p. 3 [table {table}]"
+    cited = f"{top['company']} 10-Q {top['period']} ({top['filing_id']}), {where}"
+    assert "Statements: balance_sheet 1.0 (" in printed and f"[1] {cited}\n" in printed
     assert "Fallback: tier " in printed  # the modality fallback's decision, whichever tier fired
     # The console script runs `ask` without torch (torch_free: the shipped query pipeline runs no torch model) and
     # gives the same passages as main() in this process, where torch is importable.

@@ -38,6 +38,7 @@ from haystack_fin.serving import (
     ServingConfig,
     ollama_reachable,
     render_chat,
+    sources_text,
     validate_question,
 )
 
@@ -464,6 +465,21 @@ def test_evidence_only_chat_answer_states_the_reason():
     text = render_chat(out)
     assert text.startswith("No generated answer (skipped: Ollama not reachable at http://127.0.0.1:9)")
     assert "[1] Total revenue 9,583" in text and "[1] BEST BUY CO., INC. 10-Q Q2 FY2024 (BBY), Item I-1, p. 13" in text
+
+
+def test_a_source_line_cites_the_heading_pages_and_table():
+    bby = {"company": "BEST BUY CO., INC.", "form": "10-Q", "period": "FY2024 Q2", "filing_id": "BBY"}
+    table = {**bby, "item": "I-1", "section": ["Part I, Item 1. Financial Statements", "Condensed Consolidated Balance "
+             "Sheets"], "pages": [3], "modality": "table", "table_id": "BBY#table-0004"}  # fmt: skip
+    prose = {**bby, "item": "I-2", "section": [], "pages": [14, 15], "modality": "text", "table_id": None}
+    assert (
+        sources_text([table, prose], [{"ref": 2}])
+        == "[2] BEST BUY CO., INC. 10-Q FY2024 Q2 (BBY), Item I-2, p. 14, 15 [text]"
+    )
+    assert sources_text([table, prose], None).splitlines()[0] == (
+        "[1] BEST BUY CO., INC. 10-Q FY2024 Q2 (BBY), Item I-1 > Condensed Consolidated Balance Sheets, p. 3 "
+        "[table table-0004]"
+    )
 
 
 @pytest.mark.integration
