@@ -17,7 +17,9 @@ page_hit@5, evidence_complete@5 (questions needing 2+ roles) and MRR with whole 
   ``pipelines/query.yaml`` switched on, same folds and model (dumps written with the fallback's inputs);
 - transfer across labelled sets (``--parts transfer``): each set scored by the model fitted on the other sets'
   questions of other companies, against the hand-set weights (the FinanceBench dev slice's labels are
-  FinanceBench's, the other sets' ours: does a ranking learned on one labelling carry to another?).
+  FinanceBench's, the other sets' ours: does a ranking learned on one labelling carry to another?);
+- a learning curve (``--parts curve``): the same folds with each fold's model fitted on a share of its training
+  companies (``--curve``), drawn at random: do more labelled companies still help?
 
     python benchmarks/ranking_cv.py --config base=dev.jsonl.gz,analyst.jsonl.gz,more.jsonl.gz \\
         --config no_summary=... --out benchmarks/results/ranking/cv.json
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -74,8 +77,9 @@ learned_fit = model_fitter
 
 # The studies main() can run: each configuration's learned score against the hand-set one, each signal switched
 # between learned and hand-set, the fit's kind and regularization (and the fallback score among the features), the
-# replay switches, the modality fallback calibrated on the training companies.
-PARTS: tuple[str, ...] = ("configs", "hybrids", "sweep", "replay", "fallback", "transfer")
+# replay switches, the modality fallback calibrated on the training companies, each labelled set scored from the
+# others, the model fitted on fewer companies.
+PARTS: tuple[str, ...] = ("configs", "hybrids", "sweep", "replay", "fallback", "transfer", "curve")
 SEEDS: tuple[int | None, ...] = (None, 1, 2, 3, 4, 5)  # GroupKFold's balanced folds, then 5 random dealings
 
 
@@ -115,6 +119,19 @@ def study(records: Sequence[ReplayRecord], fit: Fit, settings: ReplaySettings, f
     out["fold_companies"] = [f["companies"] for f in first["folds"]]
     out["fold_questions"] = [f["n"] for f in first["folds"]]
     return out
+
+
+def on_fewer_companies(fit: Fit, share: float) -> Fit:
+    """``fit`` on a share of the training records' companies (at least two), drawn at random, the same draw for the
+    same companies and share."""
+
+    def fitted(train: Sequence[ReplayRecord]) -> Scorer:
+        companies = sorted({r.company for r in train})
+        draw = random.Random(f"{share}:{'|'.join(companies)}")
+        kept = set(draw.sample(companies, min(len(companies), max(2, round(share * len(companies))))))
+        return fit([r for r in train if r.company in kept])
+
+    return fitted
 
 
 def transfer_study(records: Sequence[ReplayRecord], fit: Fit, settings: ReplaySettings) -> dict[str, Any]:
@@ -285,6 +302,9 @@ def main() -> None:
     parser.add_argument(
         "--fallback-grid", default="0.2:0.9:0.05", help="START:STOP:STEP of the cosine thresholds the study sweeps"
     )
+    parser.add_argument(
+        "--curve", default="0.25,0.5,0.75", help="comma-separated shares of the training companies the curve fits on"
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     parts = {p for p in args.parts.split(",") if p}
@@ -295,6 +315,12 @@ def main() -> None:
         sweep_c = [float(c) for c in args.sweep_c.split(",") if c]
     except ValueError:
         parser.error(f"--sweep-c takes comma-separated numbers, not {args.sweep_c!r}")
+    try:
+        shares = [float(x) for x in args.curve.split(",") if x]
+    except ValueError:
+        parser.error(f"--curve takes comma-separated shares, not {args.curve!r}")
+    if any(not 0 < x <= 1 for x in shares):
+        parser.error(f"--curve shares lie in (0, 1], not {args.curve!r}")
     tw = args.tree_weighting
     settings = ReplaySettings(stage1=not args.no_per_item_cut, distinct_pages=args.distinct_pages)
     hand_set = hand_set_signals(args.hand_set)
@@ -392,6 +418,10 @@ def main() -> None:
                 ),
                 flush=True,
             )
+    out["curve"] = {}
+    for share in shares if "curve" in parts else ():
+        out["curve"][str(share)] = study(records, on_fewer_companies(learned, share), settings, args.folds)
+        print(line(f"trained on {share:.0%} of the companies", out["curve"][str(share)]), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
     print(f"wrote {args.out}")

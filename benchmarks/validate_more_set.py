@@ -105,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     shared = Path("/work/shared/data/more-filings")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=Path, default=here / "data" / "more_filings_questions.jsonl")
-    parser.add_argument("--filings", type=Path, nargs="+", default=[shared / "pdfs", shared / "edgar-html"])
+    # repeated or not, every folder given counts (``--filings A --filings B`` as ``--filings A B``)
+    parser.add_argument("--filings", type=Path, nargs="+", action="extend", default=None)
     args = parser.parse_args(argv)
+    args.filings = args.filings or [shared / "pdfs", shared / "edgar-html"]
     missing = [str(p) for p in [args.questions, *args.filings] if not p.exists()]
     if missing:
         print(f"error: {', '.join(missing)}: no such file or folder", file=sys.stderr)

@@ -84,3 +84,19 @@ def test_transfer_fits_each_set_on_the_other_sets_without_its_companies():
     assert seen == [{"b", "c2", "c3"}, {"a", "c", "c0", "c1"}, {"a", "b", "c1", "c2", "c3"}]
     assert out["b"]["trained_on"] == {"sets": ["a", "c"], "companies": 2, "questions": 3}
     assert out["a"]["learned"]["page_hit@5"] == 1.0 and out["a"]["learned"]["n"] == 2.0
+
+
+def test_the_curve_fits_on_a_share_of_the_training_companies_drawn_the_same_way_each_time():
+    records = [record(f"c{i}", 1, i) for i in range(8)]
+    seen: list[list[str]] = []
+
+    def fit(train):
+        seen.append(sorted(r.company for r in train))
+        return lambda _record: [4.0, 3.0, 2.0, 1.0]
+
+    fewer = ranking_cv.on_fewer_companies(fit, 0.5)
+    fewer(records)
+    fewer(list(reversed(records)))
+    ranking_cv.on_fewer_companies(fit, 0.1)(records[:3])
+    assert len(seen[0]) == 4 and seen[0] == seen[1]  # half of 8, the same half whatever the order
+    assert len(seen[2]) == 2  # never fewer than two companies
