@@ -110,9 +110,13 @@ class TermPairModel:
         out = np.zeros(len(passages), dtype=np.float64)
         if not rows:
             return out
+        # each passage word's weight summed over the question's words once, so a passage costs one lookup a word
+        weight: dict[int, float] = {}
+        for row in rows:
+            for p, w in row.items():
+                weight[p] = weight.get(p, 0.0) + w
         for n, (words, modality) in enumerate(zip(passages, modalities, strict=True)):
-            index = self._passage_ids(words, modality)
-            out[n] = sum(row.get(p, 0.0) for row in rows for p in index)
+            out[n] = sum(weight.get(p, 0.0) for p in self._passage_ids(words, modality))
         return out
 
     def text_logits(self, question: str, texts: Sequence[str], modalities: Sequence[str]) -> np.ndarray:
