@@ -1,5 +1,6 @@
-"""benchmarks/ranking_cv.py's modality fallback study on small replay records: thresholds calibrated on the training
-companies, applied to the held-out ones."""
+"""benchmarks/ranking_cv.py's studies on small replay records: the modality fallback's thresholds calibrated on the
+training companies and applied to the held-out ones, each set scored from the others, the model fitted on fewer
+companies."""
 
 from dataclasses import replace
 
